@@ -1,0 +1,87 @@
+"""Every error cubepy raises for a user's mistake.
+
+Each subclasses the matching built-in exception, so ``except TypeError`` still works, and each
+message names the kernel, the thing at fault, its value, and the user's source line with a caret.
+"""
+
+from __future__ import annotations
+
+from .ir.nodes import SourceLoc
+
+
+class CubeError(Exception):
+    """Base of all cubepy errors. ``kernel`` and ``loc`` say where, when known."""
+
+    def __init__(self, message: str, kernel: str | None = None, loc: SourceLoc | None = None):
+        self.message = message
+        self.kernel = kernel
+        self.loc = loc
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        head = f"in kernel '{self.kernel}': {self.message}" if self.kernel else self.message
+        return f"{head}\n{self.loc.render()}" if self.loc else head
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class CompileError(CubeError):
+    """A kernel that cannot be compiled; raised while tracing or checking the IR."""
+
+
+class CubeTypeError(CompileError, TypeError):
+    """Wrong types in kernel code (or a write to a read-only array)."""
+
+
+class CubeNameError(CompileError, NameError):
+    """A name the kernel uses that is not defined."""
+
+
+class CubeSyntaxError(CompileError, SyntaxError):
+    """Python syntax cubepy does not support in kernels."""
+
+    def __init__(self, message: str, kernel: str | None = None, loc: SourceLoc | None = None):
+        CubeError.__init__(self, message, kernel, loc)
+        self.msg = self._render()
+        if loc is not None:
+            self.filename, self.lineno = loc.filename, loc.line
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class CubeValueError(CompileError, ValueError):
+    """A value known at compile time that is out of its allowed range."""
+
+
+class CubeIndexError(CompileError, IndexError):
+    """An index known at compile time to be out of range (a Line element, a static shape)."""
+
+
+class DivergenceError(CompileError, ValueError):
+    """``sync_cube`` or a plane op under control flow that differs between the units involved."""
+
+
+class LaunchError(CubeError):
+    """A launch that cannot proceed."""
+
+
+class ArgumentTypeError(LaunchError, TypeError):
+    """A launch argument of the wrong kind, dtype or rank."""
+
+
+class ArgumentValueError(LaunchError, ValueError):
+    """A launch argument or shape with a bad value (aliasing, read-only, size limits)."""
+
+
+class OutOfBoundsError(CubeError, IndexError):
+    """A checked kernel indexed outside an array; no memory was touched by that access."""
+
+
+class RaceError(CubeError, RuntimeError):
+    """The interpreter's race report found two units touching one element without an atomic."""
+
+
+class BackendUnavailableError(CubeError, RuntimeError):
+    """A device whose vendor library or driver is missing or failed."""

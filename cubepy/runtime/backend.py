@@ -1,0 +1,38 @@
+"""The contract every backend implements (what a backend must and may provide).
+
+A backend is a module in ``cubepy.backends`` exposing ``BACKEND``, an object with:
+
+must:
+- ``name: str``
+- ``probe(**options) -> DeviceProperties``: the device's real properties; raise
+  BackendUnavailableError (one clear line) if the vendor library or driver is missing.
+- ``compile(kernel: ir.Kernel, properties) -> object``: a compiled executable for one
+  specialization (the runtime caches it in memory by specialization key).
+- ``launch(executable, kernel, cube_count, cube_dim, args, properties, options) -> None``:
+  ``args`` follow ``kernel.params``: for a global Buffer a host NumPy array (C-contiguous; a Line
+  buffer of width w arrives with a trailing axis of w), for a ScalarParam a NumPy scalar.
+  A checked kernel that indexed out of bounds raises OutOfBoundsError (asynchronous backends:
+  at the next synchronize).
+may:
+- ``synchronize()``: wait for queued work and raise deferred errors (default: nothing to do).
+- ``source(kernel, properties, form) -> str``: generated code, for ``kernel.source``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..ir.nodes import Kernel
+from .properties import DeviceProperties
+
+
+class Backend(Protocol):
+    name: str
+
+    def probe(self, **options: Any) -> DeviceProperties: ...
+
+    def compile(self, kernel: Kernel, properties: DeviceProperties) -> Any: ...
+
+    def launch(self, executable: Any, kernel: Kernel, cube_count: tuple[int, int, int],
+               cube_dim: tuple[int, int, int], args: list, properties: DeviceProperties,
+               options: dict) -> None: ...

@@ -1,0 +1,41 @@
+"""What a device can do: the maxima a kernel's topology is checked against."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """A device's real limits, queried from its runtime (or chosen, for the interpreter).
+
+    Example::
+
+        >>> cb.device("interp", plane_dim=64).properties.plane_dim
+        64
+    """
+
+    name: str
+    backend: str
+    plane_dim: int                      # the plane size kernels on this device get (PLANE_DIM)
+    plane_size_min: int
+    plane_size_max: int
+    max_units_per_cube: int
+    max_cube_dim: tuple[int, int, int]
+    max_cube_count: tuple[int, int, int]
+    shared_memory_per_cube: int         # bytes
+    vector_widths: tuple[int, ...] = (1, 2, 4, 8, 16)
+    compute_units: int = 1
+    features: frozenset[str] = field(default_factory=frozenset)
+
+    def supports(self, feature: str) -> bool:
+        """Whether a feature flag (``"fp64"``, ``"fp16"``, ``"bf16"``, ``"plane_ops"``,
+        ``"atomic_f32_add"``, ...) is present; unknown flags are False."""
+        return feature in self.features
+
+    def describe(self) -> str:
+        return (f"{self.backend}:{self.name}  plane={self.plane_dim} "
+                f"[{self.plane_size_min}..{self.plane_size_max}]  units/cube<={self.max_units_per_cube}  "
+                f"cube_dim<={self.max_cube_dim}  cube_count<={self.max_cube_count}  "
+                f"shared={self.shared_memory_per_cube // 1024} KiB  vectors={self.vector_widths}  "
+                f"compute_units={self.compute_units}  features={','.join(sorted(self.features))}")
