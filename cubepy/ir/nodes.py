@@ -214,6 +214,8 @@ OPCODES: dict[str, str] = {
     "store": "args (buffer, *indices, value); attrs checked",
     "atomic": "args (buffer, *indices, value), attrs op in ATOMIC_OPS; returns the old value. "
     "For op 'cas' the args are (buffer, *indices, compare, value): store value if old == compare",
+    "report_oob": "args (*indices, *extents), attrs array: record the first out-of-bounds access "
+    "of the launch (the access itself is skipped); raised as OutOfBoundsError after the launch",
     "load_var": "args (var,)", "store_var": "args (var, value)",
     "sync_cube": "barrier: every unit of the cube arrives before any goes on; orders shared memory",
     **{k: "plane op: see docs/design.md, Plane operations" for k in PLANE_OPS},

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from .nodes import (
-    BINARY, COMPARE, OPCODES, UNARY, Block, Buffer, Const, Kernel, Op, ScalarParam, Value, Var,
+    BINARY,
+    COMPARE,
+    OPCODES,
+    UNARY,
+    Block,
+    Buffer,
+    Const,
+    Kernel,
+    Op,
+    ScalarParam,
+    Value,
+    Var,
 )
 
 

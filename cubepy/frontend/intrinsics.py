@@ -1,0 +1,237 @@
+"""What each `cubepy` intrinsic and topology builtin becomes in the IR.
+
+Each handler takes the tracing context and the call's evaluated arguments. The table
+`HANDLERS` is keyed by `Intrinsic.name`.
+"""
+
+from __future__ import annotations
+
+from ..errors import CubeTypeError, CubeValueError
+from ..ir.nodes import Buffer
+from ..ir.types import INDEX, DType, Type, bool_, u64
+from .operators import is_number, is_traced
+from .values import ArrayRef, RangeSpec, Unroll
+
+_I32 = Type(INDEX)
+
+
+# --- topology builtins ---------------------------------------------------------------------
+def builtin_value(ctx, name: str):
+    """The value of a topology builtin; CubeDim and PlaneDim are compile-time constants."""
+    ops = ctx.ops
+    dx, dy, dz = ctx.spec.cube_dim
+    if name.startswith("cube_dim"):
+        return {"cube_dim": dx * dy * dz, "cube_dim_x": dx, "cube_dim_y": dy, "cube_dim_z": dz}[name]
+    if name == "plane_dim":
+        return ctx.spec.plane_dim
+    if name == "unit_pos_plane" and ctx.spec.plane_dim == 1:
+        return 0
+    axis_dim = {"x": dx, "y": dy, "z": dz}
+    if name in ("unit_pos_x", "unit_pos_y", "unit_pos_z"):
+        if axis_dim[name[-1]] == 1:
+            return 0
+        return ctx.entry_builtin(name)
+    if name in ("cube_pos_x", "cube_pos_y", "cube_pos_z", "cube_count_x", "cube_count_y",
+                "cube_count_z", "unit_pos_plane"):
+        return ctx.entry_builtin(name)
+    if name in ("absolute_pos_x", "absolute_pos_y", "absolute_pos_z"):
+        axis = name[-1]
+
+        def compute():
+            return ops.binary("add", ops.binary("mul", builtin_value(ctx, f"cube_pos_{axis}"), axis_dim[axis]),
+                              builtin_value(ctx, f"unit_pos_{axis}"))
+        return ctx.entry_cached(name, compute)
+    linear = {"absolute_pos": ("absolute_pos", "total_x", "total_y"),
+              "unit_pos": ("unit_pos", "cube_dim_x", "cube_dim_y"),
+              "cube_pos": ("cube_pos", "cube_count_x", "cube_count_y")}
+    if name in linear:
+        prefix, _, _ = linear[name]
+
+        def compute_linear():
+            x, y, z = (builtin_value(ctx, f"{prefix}_{a}") for a in "xyz")
+            if prefix == "absolute_pos":
+                ex = ops.binary("mul", builtin_value(ctx, "cube_count_x"), dx)
+                ey = ops.binary("mul", builtin_value(ctx, "cube_count_y"), dy)
+            elif prefix == "unit_pos":
+                ex, ey = dx, dy
+            else:
+                ex, ey = builtin_value(ctx, "cube_count_x"), builtin_value(ctx, "cube_count_y")
+            return ops.binary("add", x, ops.binary("mul", ex, ops.binary("add", y, ops.binary("mul", ey, z))))
+        return ctx.entry_cached(name, compute_linear)
+    if name == "cube_count":
+        return ctx.entry_cached(name, lambda: ops.binary("mul", builtin_value(ctx, "cube_count_x"), ops.binary(
+            "mul", builtin_value(ctx, "cube_count_y"), builtin_value(ctx, "cube_count_z"))))
+    raise AssertionError(name)
+
+
+# --- memory --------------------------------------------------------------------------------
+def _static_shape(ctx, what, size):
+    shape = size if isinstance(size, tuple) else (size,)
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
+        ctx.error(CubeValueError, f"{what} size must be a positive int known at compile time "
+                  f"(a literal, a Comptime parameter or CUBE_DIM), got {size!r}")
+    return shape
+
+
+def _memory(kind):
+    def handler(ctx, args, kwargs):
+        what = "SharedMemory" if kind == "shared" else "LocalArray"
+        if len(args) != 2 or not isinstance(args[0], DType):
+            ctx.error(CubeTypeError, f"{what} takes (dtype, size), e.g. cb.{what}(cb.f32, 256)")
+        dtype, size = args
+        shape = _static_shape(ctx, what, size)
+        width = kwargs.get("line", 1)
+        name = ctx.pending_name or f"{kind}{len(ctx.kernel.buffers)}"
+        buf = ctx.builder.new_buffer(Buffer(name, kind, Type(dtype, width), len(shape), True, shape))
+        return ArrayRef(buf, shape)
+    return handler
+
+
+def _sync_cube(ctx, args, kwargs):
+    ctx.builder.op("sync_cube")
+
+
+def _unroll(ctx, args, kwargs):
+    r = args[0] if args else None
+    if not isinstance(r, RangeSpec) or not all(is_number(v) for v in (r.start, r.stop, r.step)):
+        ctx.error(CubeValueError, "cb.unroll takes a range whose bounds are known at compile time "
+                  "(literals, Comptime parameters, CUBE_DIM or PLANE_DIM)")
+    return Unroll(r)
+
+
+# --- math ----------------------------------------------------------------------------------
+def _unary(name):
+    def handler(ctx, args, kwargs):
+        _arity(ctx, name, args, 1)
+        return ctx.ops.unary(name, args[0])
+    return handler
+
+
+def _minmax(name):
+    def handler(ctx, args, kwargs):
+        if len(args) < 2:
+            ctx.error(CubeTypeError, f"{name}() inside kernels takes two or more values")
+        result = args[0]
+        for a in args[1:]:
+            result = ctx.ops.minmax(name, result, a)
+        return result
+    return handler
+
+
+def _pow(ctx, args, kwargs):
+    _arity(ctx, "pow", args, 2)
+    return ctx.ops.binary("pow", *args)
+
+
+def _fma(ctx, args, kwargs):
+    _arity(ctx, "fma", args, 3)
+    a, b, c = args
+    if all(is_number(v) for v in args):
+        return a * b + c
+    ops = ctx.ops
+    a, b = ops.common(a, b)
+    a, c = ops.common(a, c)
+    a, b = ops.common(a, b)
+    if not a.type.dtype.is_float:
+        return ops.binary("add", ops.binary("mul", a, b), c)
+    return ctx.builder.op("fma", (a, b, c), a.type)
+
+
+def _select(ctx, args, kwargs):
+    _arity(ctx, "select", args, 3)
+    return ctx.ops.select(*args)
+
+
+def _clamp(ctx, args, kwargs):
+    _arity(ctx, "clamp", args, 3)
+    x, lo, hi = args
+    return ctx.ops.minmax("min", ctx.ops.minmax("max", x, lo), hi)
+
+
+def _cast(ctx, args, kwargs):
+    _arity(ctx, "cast", args, 2)
+    if not isinstance(args[1], DType):
+        ctx.error(CubeTypeError, f"cast(value, dtype) needs a cubepy dtype, got {args[1]!r}")
+    return ctx.ops.cast(args[0], args[1])
+
+
+# --- atomics -------------------------------------------------------------------------------
+def _atomic(op):
+    def handler(ctx, args, kwargs):
+        n = 4 if op == "cas" else 3
+        name = f"atomic_{op}"
+        _arity(ctx, name, args, n)
+        array, index = args[0], args[1]
+        if not isinstance(array, ArrayRef):
+            ctx.error(CubeTypeError, f"{name} needs an array (a Mut[Array] parameter or SharedMemory) as "
+                      f"its first argument, got {type(array).__name__}")
+        ctx.require_mutable(array, name)
+        indices = ctx.index_values(array, index)
+        dtype = array.buffer.type.dtype
+        if array.buffer.type.width != 1:
+            ctx.error(CubeTypeError, f"{name} works on scalar elements, not Lines")
+        if op in ("and", "or", "xor") and dtype.is_float:
+            ctx.error(CubeTypeError, f"{name} needs an integer array, '{array.name}' holds {dtype}")
+        values = [ctx.ops.coerce(v, Type(dtype), f"the {name} value") for v in args[2:]]
+        return ctx.builder.op("atomic", (array.buffer, *indices, *values), Type(dtype), op=op,
+                              checked=ctx.spec.checked, array=array.name)
+    return handler
+
+
+# --- plane ops -----------------------------------------------------------------------------
+def _plane_value(name):
+    def handler(ctx, args, kwargs):
+        _arity(ctx, name, args, 1)
+        v = ctx.ops.lift(args[0])
+        if v.type.dtype.is_bool and name != "plane_prod" and name in ("plane_sum", "plane_inclusive_sum",
+                                                                      "plane_exclusive_sum"):
+            v = ctx.ops.cast(v, INDEX)
+        return ctx.builder.op(name, (v,), v.type)
+    return handler
+
+
+def _plane_bool(name, result_dtype):
+    def handler(ctx, args, kwargs):
+        _arity(ctx, name, args, 1)
+        v = ctx.ops.lift(ctx.ops.truth(args[0]))
+        if v.type.width != 1:
+            ctx.error(CubeTypeError, f"{name} takes a scalar condition, got {v.type}")
+        return ctx.builder.op(name, (v,), Type(result_dtype))
+    return handler
+
+
+def _plane_lane(name):
+    def handler(ctx, args, kwargs):
+        _arity(ctx, name, args, 2)
+        v = ctx.ops.lift(args[0])
+        lane = ctx.ops.cast(args[1], INDEX)
+        return ctx.builder.op(name, (v, lane), v.type)
+    return handler
+
+
+def _plane_elect(ctx, args, kwargs):
+    _arity(ctx, "plane_elect", args, 0)
+    return ctx.builder.op("plane_elect", (), Type(bool_))
+
+
+def _arity(ctx, name, args, n):
+    if len(args) != n:
+        ctx.error(CubeTypeError, f"{name}() takes {n} argument{'s' if n != 1 else ''}, got {len(args)}")
+
+
+HANDLERS = {
+    "SharedMemory": _memory("shared"), "LocalArray": _memory("local"), "sync_cube": _sync_cube,
+    "unroll": _unroll, "select": _select, "clamp": _clamp, "fma": _fma, "cast": _cast,
+    "min": _minmax("min"), "max": _minmax("max"), "pow": _pow,
+    **{n: _unary(n) for n in ("sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "erf", "abs", "floor", "ceil")},
+    **{f"atomic_{op}": _atomic(op) for op in ("add", "sub", "min", "max", "and", "or", "xor", "exchange", "cas")},
+    **{n: _plane_value(n) for n in ("plane_sum", "plane_prod", "plane_min", "plane_max",
+                                    "plane_inclusive_sum", "plane_exclusive_sum")},
+    "plane_all": _plane_bool("plane_all", bool_), "plane_any": _plane_bool("plane_any", bool_),
+    "plane_ballot": _plane_bool("plane_ballot", u64),
+    **{n: _plane_lane(n) for n in ("plane_broadcast", "plane_shuffle", "plane_shuffle_xor",
+                                   "plane_shuffle_up", "plane_shuffle_down")},
+    "plane_elect": _plane_elect,
+}
+
+__all__ = ["HANDLERS", "builtin_value", "is_traced"]

@@ -1,0 +1,41 @@
+"""What one specialization of a kernel is traced for (built by the runtime at launch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir.types import DType
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter as specialized: ``kind`` is ``"array"``, ``"region"``, ``"scalar"`` or
+    ``"comptime"``."""
+
+    name: str
+    kind: str
+    dtype: DType | None = None
+    width: int = 1
+    ndim: int = 1
+    mutable: bool = False
+    value: Any = None          # the comptime value
+    strategy: Any = None       # a Partitioning, for regions
+
+    def key(self) -> tuple:
+        strategy = self.strategy.key() if self.strategy is not None else None
+        value = (type(self.value).__name__, self.value) if self.kind == "comptime" else None
+        return (self.name, self.kind, self.dtype.name if self.dtype else None, self.width, self.ndim,
+                self.mutable, value, strategy)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    params: tuple[ParamSpec, ...]
+    cube_dim: tuple[int, int, int]
+    plane_dim: int
+    checked: bool = True
+    fastmath: str | None = None
+
+    def key(self) -> tuple:
+        return (tuple(p.key() for p in self.params), self.cube_dim, self.plane_dim, self.checked, self.fastmath)

@@ -1,0 +1,239 @@
+"""Entry point of the frontend: a Python function and a specialization -> a checked IR kernel."""
+
+from __future__ import annotations
+
+from ..errors import CubeIndexError, CubeSyntaxError, CubeTypeError, CubeValueError
+from ..ir.builder import Builder
+from ..ir.nodes import Block, Buffer, Kernel, ScalarParam
+from ..ir.passes import eliminate_dead_code, lower_bounds_checks
+from ..ir.types import INDEX, Type
+from ..ir.uniformity import analyze_uniformity
+from ..ir.verify import verify
+from .codegen import CodeGen, Frame, Retrace, _FuncReturn, _KernelReturn
+from .operators import Ops, is_number, is_traced
+from .source import FunctionSource, function_source
+from .spec import KernelSpec
+from .values import ArrayRef, RegionRef, Sym, unwrap
+
+_MAX_RETRACES = 16
+
+
+class Tracer(CodeGen):
+    """The state of one trace: the kernel under construction and where we are in the source."""
+
+    def __init__(self, source: FunctionSource, spec: KernelSpec, name: str, widen: dict):
+        self.spec = spec
+        self.kernel = Kernel(name, checked=spec.checked, fastmath=spec.fastmath, cube_dim=spec.cube_dim,
+                             plane_dim=spec.plane_dim)
+        self.builder = Builder(self.kernel)
+        self.ops = Ops(self)
+        self.widen = widen
+        self.var_keys: dict[int, tuple] = {}
+        self.frames = [Frame(source, {}, 0)]
+        self.traced_depth = 0
+        self.pending_name: str | None = None
+        self.entry = Block()
+        self.entry_values: dict[str, object] = {}
+        self.kernel.loc = source.loc(source.tree)
+
+    # --- context services used by codegen and intrinsics ------------------------------------
+    def error(self, cls, message: str):
+        raise cls(message, self.kernel.name, self.builder.loc)
+
+    def set_loc(self, node) -> None:
+        self.builder.loc = self.frame.source.loc(node)
+
+    def entry_cached(self, key: str, compute):
+        """A value computed once at kernel entry (it dominates every use)."""
+        if key not in self.entry_values:
+            with self.builder.at(self.entry):
+                self.entry_values[key] = compute()
+        return self.entry_values[key]
+
+    def entry_builtin(self, name: str):
+        return self.entry_cached(name, lambda: self.builder.op("builtin", (), Type(INDEX), name=name))
+
+    def require_mutable(self, array: ArrayRef, what: str) -> None:
+        buf = array.buffer
+        if not buf.mutable:
+            t = f"Array[{buf.type.dtype}]"
+            self.error(CubeTypeError, f"{what} writes to the read-only array parameter '{array.name}'; "
+                       f"declare it as Mut[{t}] to write to it")
+
+    def index_values(self, array: ArrayRef, index) -> list:
+        indices = index if isinstance(index, tuple) else (index,)
+        ndim = len(array.shape)
+        if len(indices) != ndim:
+            self.error(CubeIndexError, f"array '{array.name}' has {ndim} dimension{'s' if ndim != 1 else ''} "
+                       f"but is indexed with {len(indices)}")
+        out = []
+        for dim, i in enumerate(indices):
+            if is_number(i):
+                if isinstance(i, float) or isinstance(i, bool):
+                    self.error(CubeTypeError, f"array '{array.name}' index must be an integer, got {i!r}")
+                if i < 0:
+                    self.error(CubeIndexError, f"negative index {i} into array '{array.name}': cubepy does not "
+                               f"wrap negative indices; write len({array.name}) - {-i}")
+                extent = array.shape[dim]
+                if isinstance(extent, int) and i >= extent:
+                    self.error(CubeIndexError, f"index {i} is out of bounds for '{array.name}' with static "
+                               f"shape {array.shape}")
+            elif not is_traced(i):
+                self.error(CubeTypeError, f"array '{array.name}' index must be an integer, got {type(i).__name__}")
+            elif not i.type.dtype.is_int or i.type.width != 1:
+                self.error(CubeTypeError, f"array '{array.name}' index must be an integer scalar, got {i.type}")
+            out.append(self.ops.cast(i, INDEX))
+        return out
+
+    def region_access(self, region: RegionRef, index, value):
+        ops, b = self.ops, self.builder
+        indices = index if isinstance(index, tuple) else (index,)
+        if len(indices) != len(region.parts):
+            self.error(CubeIndexError, f"region '{region.param}' has {len(region.parts)} dimension(s) but is "
+                       f"indexed with {len(indices)}")
+        local = [self.ops.cast(self._int_operand(i, f"region '{region.param}' index"), INDEX) for i in indices]
+        global_index = tuple(ops.binary("add", base, ops.binary("mul", j, step))
+                             for j, (base, step, _) in zip(local, region.parts))
+        buf = region.array.buffer
+        if value is not None:
+            value = ops.coerce(value, buf.type, f"region '{region.param}'")
+        if not self.spec.checked:
+            if value is None:
+                return b.op("load", (buf, *global_index), buf.type, checked=False, array=region.param)
+            b.op("store", (buf, *global_index, value), checked=False, array=region.param)
+            return None
+        ok = True
+        for j, (_, _, length) in zip(local, region.parts):
+            inside = ops.binary("and", ops.compare("ge", j, 0), ops.compare("lt", j, length))
+            ok = inside if ok is True else ops.binary("and", ok, inside)
+        then_block, else_block = Block(), Block()
+        result = b.new_var(f"{region.param}_elem", buf.type) if value is None else None
+        b.op("if", (ok,), blocks=(then_block, else_block))
+        with b.at(then_block):
+            if value is None:
+                b.store_var(result, b.op("load", (buf, *global_index), buf.type, checked=True, array=region.param))
+            else:
+                b.op("store", (buf, *global_index, value), checked=True, array=region.param)
+        with b.at(else_block):
+            b.op("report_oob", (*local, *(ops.lift(p[2]) for p in region.parts)),
+                 array=f"{region.param} (this unit's region part)")
+            if value is None:
+                b.store_var(result, ops.coerce(0, buf.type, "region element"))
+        return b.load_var(result) if value is None else None
+
+    def inline(self, func, args, kwargs):
+        """Trace a @cb.func body in place with its parameters bound to ``args``."""
+        import inspect
+
+        source = function_source(func.fn)
+        try:
+            bound = inspect.signature(func.fn).bind(*args, **kwargs)
+        except TypeError as e:
+            self.error(CubeTypeError, f"calling @cb.func '{func.fn.__name__}': {e}")
+        bound.apply_defaults()
+        if len(self.frames) > 32:
+            self.error(CubeValueError, f"@cb.func '{func.fn.__name__}' recursed more than 32 levels deep")
+        frame = Frame(source, dict(bound.arguments), self.traced_depth)
+        self.frames.append(frame)
+        saved_loc = self.builder.loc
+        try:
+            self.visit_block(source.tree.body)
+            return None
+        except _FuncReturn as r:
+            return r.value
+        finally:
+            self.frames.pop()
+            self.builder.loc = saved_loc
+
+    # --- the kernel ---------------------------------------------------------------------------
+    def bind_params(self) -> None:
+        scope = self.frame.scope
+        for index, p in enumerate(self.spec.params):
+            if p.kind in ("array", "region"):
+                buf = Buffer(p.name, "global", Type(p.dtype, p.width), p.ndim, p.mutable, None, index)
+                self.kernel.params.append(buf)
+                shape = tuple(self.entry_cached(f"shape:{p.name}:{d}", lambda d=d, buf=buf: self.builder.op(
+                    "shape", (buf,), Type(INDEX), dim=d)) for d in range(p.ndim))
+                array = ArrayRef(buf, shape, p.name)
+                scope[p.name] = array if p.kind == "array" else self.make_region(array, p)
+            elif p.kind == "scalar":
+                param = ScalarParam(p.name, Type(p.dtype), index)
+                position = len(self.kernel.params)
+                self.kernel.params.append(param)
+                scope[p.name] = self.entry_cached(f"param:{p.name}", lambda param=param, i=position: self.builder.op(
+                    "param", (), param.type, index=i, name=param.name))
+            else:  # comptime: baked in, not a runtime parameter
+                scope[p.name] = p.value
+
+    def make_region(self, array: ArrayRef, p) -> RegionRef:
+        strategy = p.strategy
+        if getattr(strategy, "ndim", 1) != p.ndim:
+            self.error(CubeTypeError, f"region '{p.name}': strategy {type(strategy).__name__} partitions "
+                       f"{strategy.ndim}-D arrays but the argument has {p.ndim} dimension(s)")
+
+        def compute():
+            topo = _Topology(self)
+            shape = tuple(Sym(s, self.ops) for s in array.shape)
+            parts = strategy.part(shape, topo)
+            return [tuple(self.ops.cast(unwrap(v), INDEX) for v in triple) for triple in parts]
+        parts = self.entry_cached(f"region:{p.name}", compute)
+        return RegionRef(array, parts, p.name)
+
+    def run(self) -> Kernel:
+        tree = self.frame.source.tree
+        self.set_loc(tree)
+        self.bind_params()
+        try:
+            self.visit_block(tree.body)
+        except _KernelReturn:
+            pass
+        except _FuncReturn:  # pragma: no cover - a return outside a func is caught in stmt_Return
+            self.error(CubeSyntaxError, "return outside a function")
+        self.kernel.body.ops = self.entry.ops + self.kernel.body.ops
+        return self.kernel
+
+
+class _Topology:
+    """The traced topology values a partitioning strategy reads."""
+
+    def __init__(self, tracer: Tracer):
+        from .intrinsics import builtin_value
+
+        ops = tracer.ops
+
+        def sym(name):
+            return Sym(builtin_value(tracer, name), ops)
+        self.unit = sym("absolute_pos")
+        self.units = Sym(ops.binary("mul", builtin_value(tracer, "cube_count"), builtin_value(tracer, "cube_dim")), ops)
+        self.unit_x, self.unit_y = sym("unit_pos_x"), sym("unit_pos_y")
+        self.cube_x, self.cube_y = sym("cube_pos_x"), sym("cube_pos_y")
+        self.cube_dim_x, self.cube_dim_y = sym("cube_dim_x"), sym("cube_dim_y")
+        self.cube_count_x, self.cube_count_y = sym("cube_count_x"), sym("cube_count_y")
+        self._ops = ops
+
+    def min(self, a, b):
+        return Sym(self._ops.minmax("min", unwrap(a), unwrap(b)), self._ops)
+
+    def max(self, a, b):
+        return Sym(self._ops.minmax("max", unwrap(a), unwrap(b)), self._ops)
+
+
+def trace_kernel(fn, spec: KernelSpec, name: str | None = None) -> Kernel:
+    """Trace ``fn`` for ``spec`` into a verified IR kernel (checks lowered, uniformity checked)."""
+    source = function_source(fn)
+    name = name or fn.__name__
+    widen: dict = {}
+    for _ in range(_MAX_RETRACES):
+        try:
+            kernel = Tracer(source, spec, name, widen).run()
+            break
+        except Retrace:
+            continue
+    else:  # pragma: no cover - widening is monotone, so this needs absurd code
+        raise CubeTypeError("variable types did not settle after widening", name, None)
+    verify(kernel)
+    analyze_uniformity(kernel)
+    lower_bounds_checks(kernel)
+    eliminate_dead_code(kernel)
+    verify(kernel)
+    return kernel

@@ -1,0 +1,125 @@
+"""IR-to-IR passes run on every kernel before a backend sees it."""
+
+from __future__ import annotations
+
+from .nodes import Block, Const, Kernel, Op, Value, walk
+from .types import INDEX, Type, bool_
+
+_CHECKED = ("load", "store", "atomic")
+_SIDE_EFFECTS = {"store", "atomic", "store_var", "sync_cube", "report_oob", "if", "for", "loop", "break",
+                 "continue", "return"}
+
+
+def lower_bounds_checks(kernel: Kernel) -> None:
+    """Guard every checked access: ``if indices in range: access else: report_oob``.
+
+    After this pass no op carries ``checked=True``; backends only implement ``report_oob``.
+    An out-of-bounds access therefore never touches memory, on every backend alike.
+    """
+    extents: dict[tuple[int, int], Value] = {}
+    for op in kernel.body.ops:
+        if op.opcode == "shape":
+            extents.setdefault((op.args[0].id, op.attrs["dim"]), op.result)
+    entry: list[Op] = []
+    _lower_block(kernel, kernel.body, extents, entry)
+    kernel.body.ops = entry + kernel.body.ops
+
+
+def _lower_block(kernel: Kernel, block: Block, extents: dict, entry: list) -> None:
+    new_ops: list[Op] = []
+    for op in block.ops:
+        for b in op.blocks:
+            _lower_block(kernel, b, extents, entry)
+        if op.opcode in _CHECKED and op.attrs.get("checked"):
+            new_ops.extend(_guard(kernel, op, extents, entry))
+        else:
+            new_ops.append(op)
+    block.ops = new_ops
+
+
+def _extent(buf, dim: int, extents: dict, entry: list, loc) -> Value:
+    if buf.shape is not None:
+        return Const(buf.shape[dim], Type(INDEX))
+    key = (buf.id, dim)
+    if key not in extents:
+        result = Value(Type(INDEX))
+        entry.append(Op("shape", (buf,), result, {"dim": dim}, (), loc))
+        extents[key] = result
+    return extents[key]
+
+
+def _guard(kernel: Kernel, op: Op, known_extents: dict, entry: list) -> list[Op]:
+    from .nodes import Var
+
+    buf = op.args[0]
+    ndim = buf.ndim if buf.shape is None else len(buf.shape)
+    indices = op.args[1:1 + ndim]
+    out: list[Op] = []
+
+    def emit(opcode, args=(), type_=None, **attrs):
+        result = Value(type_) if type_ is not None else None
+        out.append(Op(opcode, tuple(args), result, attrs, (), op.loc))
+        return result
+
+    extents = []
+    ok = None
+    for dim, index in enumerate(indices):
+        extent = _extent(buf, dim, known_extents, entry, op.loc)
+        extents.append(extent)
+        inside = emit("and", (emit("ge", (index, Const(0, Type(INDEX))), Type(bool_)),
+                              emit("lt", (index, extent), Type(bool_))), Type(bool_))
+        ok = inside if ok is None else emit("and", (ok, inside), Type(bool_))
+    unchecked = Op(op.opcode, op.args, None, {**op.attrs, "checked": False}, (), op.loc)
+    report = Op("report_oob", (*indices, *extents), None, {"array": op.attrs.get("array", buf.name)}, (), op.loc)
+    then_block, else_block = Block([unchecked]), Block([report])
+    if op.result is not None:
+        tmp = Var(f"{buf.name}_elem", op.result.type)
+        kernel.vars.append(tmp)
+        unchecked.result = Value(op.result.type)
+        then_block.ops.append(Op("store_var", (tmp, unchecked.result), None, {}, (), op.loc))
+        zero = Const(0 if not op.result.type.dtype.is_float else 0.0, Type(op.result.type.dtype))
+        if op.result.type.width > 1:
+            zero_line = Value(op.result.type)
+            else_block.ops.append(Op("broadcast", (zero,), zero_line, {}, (), op.loc))
+            zero = zero_line
+        if op.result.type.dtype.is_bool:
+            zero = Const(False, op.result.type) if op.result.type.width == 1 else zero
+        else_block.ops.append(Op("store_var", (tmp, zero), None, {}, (), op.loc))
+    out.append(Op("if", (ok,), None, {}, (then_block, else_block), op.loc))
+    if op.result is not None:
+        out.append(Op("load_var", (tmp,), op.result, {}, (), op.loc))
+    return out
+
+
+def eliminate_dead_code(kernel: Kernel) -> None:
+    """Remove ops without side effects whose results nothing uses, until none is left."""
+    while True:
+        used = {a.id for op in walk(kernel.body) for a in op.args if isinstance(a, Value)}
+        if not _sweep(kernel.body, used):
+            break
+    loaded = {op.args[0].id for op in walk(kernel.body) if op.opcode == "load_var"}
+    _drop_dead_stores(kernel.body, loaded)
+    referenced = {op.args[0].id for op in walk(kernel.body) if op.opcode in ("load_var", "store_var")}
+    referenced |= {op.attrs["var"].id for op in walk(kernel.body) if op.opcode == "for"}
+    kernel.vars = [v for v in kernel.vars if v.id in referenced]
+
+
+def _sweep(block: Block, used: set[int]) -> bool:
+    changed = False
+    kept = []
+    for op in block.ops:
+        for b in op.blocks:
+            changed |= _sweep(b, used)
+        if op.opcode not in _SIDE_EFFECTS and op.result is not None and op.result.id not in used:
+            changed = True
+            continue
+        kept.append(op)
+    block.ops = kept
+    return changed
+
+
+def _drop_dead_stores(block: Block, loaded: set[int]) -> None:
+    block.ops = [op for op in block.ops if not (op.opcode == "store_var" and op.args[0].id not in loaded)]
+    for op in block.ops:
+        for b in op.blocks:
+            _drop_dead_stores(b, loaded)

@@ -1,0 +1,1 @@
+"""What kernel authors write: dtypes, parameter annotations, builtins and strategies."""

@@ -1,0 +1,199 @@
+"""Launch arguments: checked against the kernel's signature, specialized, and bound.
+
+Every error here names the kernel, the parameter, the value and the fix.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArgumentTypeError, ArgumentValueError
+from ..frontend.spec import ParamSpec
+from ..ir.types import INDEX_MAX, DType, dtype_from_numpy
+from ..lang.region import Partitioning
+from ..lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A kernel's parameters and their annotations, read once."""
+
+    names: tuple[str, ...]
+    annotations: tuple[Any, ...]
+    defaults: tuple[Any, ...]
+
+
+_EMPTY = inspect.Parameter.empty
+
+
+def read_signature(fn, kernel_name: str) -> Signature:
+    try:
+        sig = inspect.signature(fn, eval_str=True)
+    except NameError as e:
+        raise ArgumentTypeError(f"cannot read the parameter annotations: {e}", kernel_name) from None
+    names, annotations, defaults = [], [], []
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ArgumentTypeError(f"kernels take named parameters, not *{p.name}", kernel_name)
+        ann = p.annotation
+        if ann is _EMPTY:
+            raise ArgumentTypeError(f"parameter '{p.name}' needs a type annotation: Array[f32], "
+                                    f"Mut[Array[f32]], f32, Comptime[int] or Region[f32, Linear1D]", kernel_name)
+        from ..lang.types import Array
+
+        if ann is Array:
+            ann = ArraySpec(None)
+        if not isinstance(ann, (ArraySpec, ComptimeSpec, RegionSpec, DType)):
+            raise ArgumentTypeError(f"parameter '{p.name}' has annotation {ann!r}, which is not a cubepy type",
+                                    kernel_name)
+        names.append(p.name)
+        annotations.append(ann)
+        defaults.append(p.default)
+    return Signature(tuple(names), tuple(annotations), tuple(defaults))
+
+
+@dataclass
+class BoundArgs:
+    specs: tuple[ParamSpec, ...]
+    values: list          # host values, aligned with specs (None for comptime)
+
+
+def bind_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) -> BoundArgs:
+    """Check each argument against its parameter and build the specialization's ParamSpecs."""
+    values = _match(sig, args, kwargs, kernel_name)
+    specs, host = [], []
+    for name, ann, value in zip(sig.names, sig.annotations, values):
+        if isinstance(ann, ComptimeSpec):
+            _check_comptime(kernel_name, name, ann, value)
+            specs.append(ParamSpec(name, "comptime", value=value))
+            host.append(None)
+        elif isinstance(ann, DType):
+            specs.append(ParamSpec(name, "scalar", ann))
+            host.append(_scalar(kernel_name, name, ann, value))
+        else:
+            mutable = isinstance(ann, RegionSpec) or ann.mutable
+            array, width = _array(kernel_name, name, ann, value, mutable)
+            ndim = array.ndim - (1 if width > 1 else 0)
+            if isinstance(ann, RegionSpec):
+                strategy = ann.strategy
+                if not isinstance(strategy, Partitioning):
+                    raise ArgumentTypeError(f"parameter '{name}': {strategy!r} is not a partitioning strategy",
+                                            kernel_name)
+                specs.append(ParamSpec(name, "region", dtype_from_numpy(array.dtype), width, ndim, True,
+                                       strategy=strategy))
+            else:
+                specs.append(ParamSpec(name, "array", dtype_from_numpy(array.dtype), width, ndim, mutable))
+            host.append(array)
+    _check_aliasing(kernel_name, sig.names, specs, host)
+    return BoundArgs(tuple(specs), host)
+
+
+def _match(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) -> list:
+    if len(args) > len(sig.names):
+        raise ArgumentTypeError(f"takes {len(sig.names)} arguments ({', '.join(sig.names)}) but "
+                                f"{len(args)} were given", kernel_name)
+    values = list(args)
+    for name, default in zip(sig.names[len(args):], sig.defaults[len(args):]):
+        if name in kwargs:
+            values.append(kwargs.pop(name))
+        elif default is not _EMPTY:
+            values.append(default)
+        else:
+            raise ArgumentTypeError(f"missing argument for parameter '{name}'", kernel_name)
+    if kwargs:
+        raise ArgumentTypeError(f"unexpected argument(s) {', '.join(kwargs)}", kernel_name)
+    return values
+
+
+def _check_comptime(kernel_name, name, ann, value):
+    try:
+        hash(value)
+    except TypeError:
+        raise ArgumentTypeError(f"Comptime parameter '{name}' needs a hashable value, got "
+                                f"{type(value).__name__}", kernel_name) from None
+    if ann.pytype in (int, float, bool) and not isinstance(value, ann.pytype):
+        if not (ann.pytype is float and isinstance(value, int)):
+            raise ArgumentTypeError(f"Comptime[{ann.pytype.__name__}] parameter '{name}' got "
+                                    f"{type(value).__name__} {value!r}", kernel_name)
+
+
+def _scalar(kernel_name, name, dtype: DType, value):
+    if isinstance(value, np.generic) or isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if not isinstance(value, (bool, int, float)):
+        raise ArgumentTypeError(f"parameter '{name}' expects a {dtype} scalar, got {type(value).__name__}",
+                                kernel_name)
+    if isinstance(value, float) and not dtype.is_float:
+        raise ArgumentTypeError(f"parameter '{name}' expects {dtype}, got the float {value!r}; "
+                                f"pass an int", kernel_name)
+    np_type = np.dtype(dtype.numpy_name)
+    if dtype.is_int:
+        info = np.iinfo(np_type)
+        if not info.min <= value <= info.max:
+            raise ArgumentValueError(f"parameter '{name}' is {dtype}, whose range is [{info.min}, {info.max}]; "
+                                     f"got {value}", kernel_name)
+    return np_type.type(value)
+
+
+def _array(kernel_name, name, ann, value, mutable):
+    width = 1
+    if isinstance(value, LinesArg):
+        value, width = value.array, value.width
+    if isinstance(value, (list, tuple)) or np.isscalar(value) or value is None:
+        raise ArgumentTypeError(f"parameter '{name}' expects an array (NumPy, or anything with "
+                                f"__array_interface__ / __array__), got {type(value).__name__}", kernel_name)
+    try:
+        array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    except Exception as e:
+        raise ArgumentTypeError(f"parameter '{name}' expects an array; converting {type(value).__name__} "
+                                f"failed: {e}", kernel_name) from None
+    dtype = dtype_from_numpy(array.dtype)
+    if dtype is None:
+        raise ArgumentTypeError(f"parameter '{name}': arrays of {array.dtype} are not supported", kernel_name)
+    want = ann.dtype
+    if want is not None and want != dtype:
+        raise ArgumentTypeError(f"parameter '{name}' expects {ann!r} but got an array of {array.dtype}; "
+                                f"convert it with .astype(np.{want.numpy_name})", kernel_name)
+    if array.ndim == 0:
+        raise ArgumentTypeError(f"parameter '{name}' expects an array, got a 0-d array", kernel_name)
+    if not array.flags.c_contiguous:
+        raise ArgumentValueError(f"parameter '{name}' is not C-contiguous (strides {array.strides}); "
+                                 f"pass np.ascontiguousarray({name})", kernel_name)
+    if mutable and not array.flags.writeable:
+        raise ArgumentValueError(f"parameter '{name}' is Mut but the array passed is read-only; "
+                                 "pass a writable copy (array.copy())", kernel_name)
+    if array.size > INDEX_MAX or any(s > INDEX_MAX for s in array.shape):
+        raise ArgumentValueError(f"parameter '{name}' has {array.size} elements; kernels index with i32, so "
+                                 f"at most {INDEX_MAX}", kernel_name)
+    if width > 1:
+        last = array.shape[-1]
+        if last % width:
+            raise ArgumentValueError(f"parameter '{name}': cb.lines width {width} does not divide the last "
+                                     f"dimension {last}", kernel_name)
+        array = array.reshape(*array.shape[:-1], last // width, width)
+    return array, width
+
+
+def _byte_range(array: np.ndarray) -> tuple[int, int]:
+    start = array.__array_interface__["data"][0]
+    return start, start + array.nbytes
+
+
+def _check_aliasing(kernel_name, names, specs, host) -> None:
+    arrays = [(n, s, a) for n, s, a in zip(names, specs, host) if isinstance(a, np.ndarray)]
+    for i, (name_a, spec_a, a) in enumerate(arrays):
+        if not spec_a.mutable or a.nbytes == 0:
+            continue
+        lo_a, hi_a = _byte_range(a)
+        for j, (name_b, _, b) in enumerate(arrays):
+            if i == j or b.nbytes == 0:
+                continue
+            lo_b, hi_b = _byte_range(b)
+            if lo_a < hi_b and lo_b < hi_a:
+                raise ArgumentValueError(
+                    f"Mut argument '{name_a}' overlaps argument '{name_b}' in memory; a written array must not "
+                    f"alias any other argument (pass a copy, e.g. {name_b}.copy())", kernel_name)

@@ -1,0 +1,146 @@
+"""Devices: discovery, selection and the default device."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import settings
+from ..errors import ArgumentValueError, BackendUnavailableError
+from .properties import DeviceProperties
+
+# Preference order for the default device: GPUs first, the CPU (always there) next, and the
+# interpreter (the reference semantics, slow) only when nothing else loads.
+BACKEND_ORDER = ("cuda", "hip", "opencl", "cpu", "interp")
+
+
+@dataclass(eq=False)
+class Device:
+    """A device of one backend with its properties. ``available`` is False (and ``reason`` says
+    why, in one line) when the backend's vendor library or driver is missing.
+
+    Example::
+
+        >>> dev = cb.device("interp", plane_dim=64)
+        >>> dev.properties.plane_dim
+        64
+    """
+
+    backend_name: str
+    options: dict = field(default_factory=dict)
+    properties: DeviceProperties | None = None
+    backend: Any = None
+    reason: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.properties is not None
+
+    @property
+    def name(self) -> str:
+        opts = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        return f"{self.backend_name}({opts})" if opts else self.backend_name
+
+    def key(self) -> tuple:
+        return (self.backend_name, tuple(sorted(self.options.items())), self.properties)
+
+    def require(self) -> None:
+        if not self.available:
+            raise BackendUnavailableError(f"device '{self.name}' is not available: {self.reason}")
+
+    def synchronize(self) -> None:
+        """Wait for this device's queued work; raise errors it recorded (e.g. out of bounds)."""
+        self.require()
+        sync = getattr(self.backend, "synchronize", None)
+        if sync is not None:
+            sync(self.properties)
+
+    def __repr__(self) -> str:
+        if not self.available:
+            return f"<Device {self.name}: unavailable: {self.reason}>"
+        return f"<Device {self.properties.describe()}>"
+
+
+_devices: dict[tuple, Device] = {}
+_current: Device | None = None
+
+
+def _load_backend(name: str):
+    try:
+        module = importlib.import_module(f"cubepy.backends.{name}")
+    except ModuleNotFoundError as e:
+        raise BackendUnavailableError(f"backend '{name}' is not installed ({e})") from None
+    return module.BACKEND
+
+
+def device(name: str | None = None, **options: Any) -> Device:
+    """The device of backend ``name`` (``"interp"``, ``"cpu"``, ``"cuda"``, ``"opencl"``, ``"hip"``)
+    with backend options such as ``plane_dim``. With no name: the default device.
+
+    Raises BackendUnavailableError (one clear line) when that backend cannot run here.
+    """
+    if name is None:
+        return current_device()
+    if ":" in name:
+        name, _, rest = name.partition(":")
+        if rest:
+            options.setdefault("index", int(rest))
+    key = (name, tuple(sorted(options.items())))
+    cached = _devices.get(key)
+    if cached is None:
+        if name not in BACKEND_ORDER:
+            raise ArgumentValueError(f"unknown device '{name}'; choose one of {', '.join(BACKEND_ORDER)}")
+        cached = _probe(name, options)
+        _devices[key] = cached
+    cached.require()
+    return cached
+
+
+def _probe(name: str, options: dict) -> Device:
+    try:
+        backend = _load_backend(name)
+        props = backend.probe(**options)
+        return Device(name, dict(options), props, backend)
+    except BackendUnavailableError as e:
+        return Device(name, dict(options), reason=e.message)
+    except (ArgumentValueError, TypeError):
+        raise
+    except Exception as e:  # a driver failing in its own way is still one line, not a crash
+        return Device(name, dict(options), reason=f"{type(e).__name__}: {e}".splitlines()[0])
+
+
+def devices() -> list[Device]:
+    """Every backend with its default device; unavailable ones carry a one-line reason."""
+    out = []
+    for name in BACKEND_ORDER:
+        key = (name, ())
+        if key not in _devices:
+            _devices[key] = _probe(name, {})
+        out.append(_devices[key])
+    return out
+
+
+def set_device(dev: Device | str, **options: Any) -> Device:
+    """Make ``dev`` the default device for launches without ``device=``."""
+    global _current
+    _current = dev if isinstance(dev, Device) else device(dev, **options)
+    _current.require()
+    return _current
+
+
+def current_device() -> Device:
+    """The default device: set_device's, else CUBEPY_DEVICE's, else the first available."""
+    global _current
+    if _current is None:
+        named = settings.default_device()
+        if named:
+            _current = device(named)
+        else:
+            for d in devices():
+                if d.available and not (d.backend_name == "opencl" and not d.properties.supports("gpu")):
+                    _current = d
+                    break
+            else:  # pragma: no cover - the interpreter only needs NumPy
+                raise BackendUnavailableError("no device is available")
+    return _current

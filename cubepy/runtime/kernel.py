@@ -1,0 +1,207 @@
+"""`@cb.kernel` and `@cb.func`: specialization, caching and launch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import settings
+from ..errors import ArgumentTypeError, ArgumentValueError
+from ..frontend.source import function_source
+from ..frontend.spec import KernelSpec
+from ..frontend.trace import trace_kernel
+from ..ir.nodes import Kernel
+from ..ir.printer import print_kernel
+from .args import Signature, bind_arguments, read_signature
+from .devices import Device, current_device
+from .devices import device as get_device
+
+
+@dataclass(frozen=True)
+class CubeDim:
+    """Units per cube along x, y, z (a CUDA block, an OpenCL work-group)."""
+
+    x: int = 1
+    y: int = 1
+    z: int = 1
+
+    def as_tuple(self) -> tuple[int, int, int]:
+        return (self.x, self.y, self.z)
+
+
+@dataclass(frozen=True)
+class CubeCount:
+    """Cubes per launch along x, y, z (a CUDA grid)."""
+
+    x: int = 1
+    y: int = 1
+    z: int = 1
+
+    def as_tuple(self) -> tuple[int, int, int]:
+        return (self.x, self.y, self.z)
+
+
+def _topology(value, what: str, kernel_name: str) -> tuple[int, int, int]:
+    if isinstance(value, (CubeDim, CubeCount)):
+        t = value.as_tuple()
+    elif isinstance(value, int) and not isinstance(value, bool):
+        t = (value, 1, 1)
+    elif isinstance(value, tuple) and 1 <= len(value) <= 3:
+        t = tuple(value) + (1,) * (3 - len(value))
+    else:
+        raise ArgumentTypeError(f"{what} must be an int, a tuple of up to 3 ints or cb.{what}, got {value!r}",
+                                kernel_name)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in t):
+        raise ArgumentValueError(f"{what} must hold positive ints, got {t}", kernel_name)
+    return t
+
+
+def _check_limits(kernel_name: str, dev: Device, count, dim) -> None:
+    p = dev.properties
+    units = dim[0] * dim[1] * dim[2]
+    if units > p.max_units_per_cube:
+        raise ArgumentValueError(f"CubeDim{dim} has {units} units; device '{dev.name}' allows at most "
+                                 f"{p.max_units_per_cube} per cube", kernel_name)
+    for axis, v, most in zip("xyz", dim, p.max_cube_dim):
+        if v > most:
+            raise ArgumentValueError(f"CubeDim.{axis} = {v} exceeds device '{dev.name}' maximum {most}", kernel_name)
+    for axis, v, most in zip("xyz", count, p.max_cube_count):
+        if v > most:
+            raise ArgumentValueError(f"CubeCount.{axis} = {v} exceeds device '{dev.name}' maximum {most}",
+                                     kernel_name)
+
+
+class KernelFunction:
+    """A kernel: call ``k[count, dim](*args)`` or ``k.launch(count, dim, *args)``.
+
+    Example::
+
+        @cb.kernel
+        def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
+            i = cb.ABSOLUTE_POS
+            if i < len(x):
+                y[i] = a * x[i] + y[i]
+
+        saxpy[cb.CubeCount(4096), cb.CubeDim(256)](x, y, 2.0)
+    """
+
+    def __init__(self, fn: Callable, checked: bool | None = None, fastmath: str | None = None):
+        if fastmath not in (None, "algebraic"):
+            raise ValueError(f"fastmath must be None or 'algebraic', got {fastmath!r}")
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self.__cubepy_kernel__ = self
+        self.checked = checked
+        self.fastmath = fastmath
+        self._signature: Signature | None = None
+        self._cache: dict[tuple, tuple[Kernel, Any]] = {}
+        self.trace_count = 0
+
+    @property
+    def signature(self) -> Signature:
+        if self._signature is None:
+            self._signature = read_signature(self.fn, self.__name__)
+        return self._signature
+
+    def __getitem__(self, config) -> Callable[..., None]:
+        if not (isinstance(config, tuple) and len(config) == 2):
+            raise ArgumentTypeError("launch as kernel[cube_count, cube_dim](*args)", self.__name__)
+        count, dim = config
+        return lambda *args, **kwargs: self.launch(count, dim, *args, **kwargs)
+
+    def launch(self, count, dim, *args, device: Device | str | None = None, checked: bool | None = None,
+               races: bool = False, **kwargs) -> None:
+        """Launch on ``device`` (default: the current device) with ``count`` cubes of ``dim`` units."""
+        dev = self._device(device)
+        count_t = _topology(count, "CubeCount", self.__name__)
+        dim_t = _topology(dim, "CubeDim", self.__name__)
+        _check_limits(self.__name__, dev, count_t, dim_t)
+        bound = bind_arguments(self.signature, args, kwargs, self.__name__)
+        ir, executable = self._specialize(bound.specs, dim_t, dev, checked)
+        runtime_args = [bound.values[p.param_index] for p in ir.params]
+        options = {"races": races or bool(dev.options.get("races"))}
+        dev.backend.launch(executable, ir, count_t, dim_t, runtime_args, dev.properties, options)
+
+    def ir(self, *args, dim=(32, 1, 1), device: Device | str | None = None, checked: bool | None = None,
+           **kwargs) -> str:
+        """The IR of the specialization for these arguments, as text."""
+        dev = self._device(device)
+        bound = bind_arguments(self.signature, args, kwargs, self.__name__)
+        kernel, _ = self._specialize(bound.specs, _topology(dim, "CubeDim", self.__name__), dev, checked)
+        return print_kernel(kernel)
+
+    def source(self, *args, device: Device | str | None = None, dim=(32, 1, 1), form: str = "source",
+               checked: bool | None = None, **kwargs) -> str:
+        """The backend's generated code for these arguments (``form`` e.g. "source", "optimized")."""
+        dev = self._device(device)
+        bound = bind_arguments(self.signature, args, kwargs, self.__name__)
+        kernel, executable = self._specialize(bound.specs, _topology(dim, "CubeDim", self.__name__), dev, checked)
+        render = getattr(dev.backend, "source", None)
+        if render is None:
+            return print_kernel(kernel)
+        return render(kernel, executable, dev.properties, form)
+
+    def _device(self, device) -> Device:
+        if device is None:
+            return current_device()
+        if isinstance(device, str):
+            return get_device(device)
+        device.require()
+        return device
+
+    def _specialize(self, params, dim, dev: Device, checked):
+        if checked is None:
+            checked = self.checked if self.checked is not None else settings.checked_default()
+        spec = KernelSpec(params, dim, dev.properties.plane_dim, checked, self.fastmath)
+        key = (dev.key(), spec.key())
+        hit = self._cache.get(key)
+        if hit is None:
+            function_source(self.fn)
+            kernel = trace_kernel(self.fn, spec, self.__name__)
+            self.trace_count += 1
+            smem = kernel.shared_bytes
+            if smem > dev.properties.shared_memory_per_cube:
+                raise ArgumentValueError(f"uses {smem} bytes of shared memory; device '{dev.name}' has "
+                                         f"{dev.properties.shared_memory_per_cube} per cube", self.__name__)
+            hit = (kernel, dev.backend.compile(kernel, dev.properties))
+            self._cache[key] = hit
+        return hit
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"kernel '{self.__name__}' is launched as {self.__name__}[cube_count, cube_dim](*args)")
+
+
+class CubeFunction:
+    """A device function (``@cb.func``): inlined into the kernels that call it.
+
+    Example::
+
+        @cb.func
+        def square(v):
+            return v * v
+    """
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self.__cubepy_func__ = self
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"@cb.func '{self.__name__}' can only be called from a kernel or another @cb.func")
+
+
+def kernel(fn: Callable | None = None, *, checked: bool | None = None, fastmath: str | None = None):
+    """Decorate a Python function as a cubepy kernel (``@cb.kernel`` or ``@cb.kernel(checked=False)``)."""
+    if fn is None:
+        return lambda f: KernelFunction(f, checked, fastmath)
+    return KernelFunction(fn, checked, fastmath)
+
+
+def func(fn: Callable) -> CubeFunction:
+    """Decorate a helper that kernels (and other helpers) call; it is inlined at trace time."""
+    return CubeFunction(fn)

@@ -1,0 +1,36 @@
+"""Every setting of cubepy in one place, each with its environment variable.
+
+| setting         | environment variable | default                          |
+|-----------------|----------------------|----------------------------------|
+| default device  | CUBEPY_DEVICE        | best available: cuda, hip, opencl, cpu, interp |
+| checked mode    | CUBEPY_CHECKED       | 1 (bounds-checked kernels)       |
+| cache directory | CUBEPY_CACHE_DIR     | ~/.cache/cubepy (XDG_CACHE_HOME) |
+| log level       | CUBEPY_LOG_LEVEL     | WARNING                          |
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def default_device() -> str | None:
+    """The device named by CUBEPY_DEVICE (e.g. ``cpu``, ``interp``, ``cuda:0``), if any."""
+    value = os.environ.get("CUBEPY_DEVICE", "").strip()
+    return value or None
+
+
+def checked_default() -> bool:
+    return os.environ.get("CUBEPY_CHECKED", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("CUBEPY_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cubepy"
+
+
+def log_level() -> str:
+    return os.environ.get("CUBEPY_LOG_LEVEL", "WARNING").upper()
