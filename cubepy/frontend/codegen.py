@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import operator
 from contextlib import contextmanager
 
 from ..errors import (
@@ -31,6 +32,9 @@ _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", 
            ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
            ast.LShift: "shl", ast.RShift: "shr"}
 _CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+_STATIC_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+                   ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+                   ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _UNARYOPS = {ast.USub: "neg", ast.Not: "not", ast.Invert: "invert"}
 _MAX_STATIC_ITERATIONS = 100_000
 
@@ -175,10 +179,14 @@ class CodeGen:
             self.visit_block(node.body if cond else node.orelse)
             return
         then_block, else_block = Block(), Block()
-        with self.traced_region(node.body + node.orelse):
+        with self.traced_region(node, node.body + node.orelse) as branch_scopes:
             self.builder.op("if", (cond,), blocks=(then_block, else_block))
+            entry_scope = dict(self.frame.scope)
             with self.builder.at(then_block):
                 self.visit_block(node.body)
+            branch_scopes.append(dict(self.frame.scope))
+            self.frame.scope.clear()
+            self.frame.scope.update(entry_scope)
             with self.builder.at(else_block):
                 self.visit_block(node.orelse)
 
@@ -202,7 +210,7 @@ class CodeGen:
                              for v in (iterable.start, iterable.stop, iterable.step))
         counter = self.builder.new_var(f"{node.target.id}_counter", Type(INDEX))
         body = Block()
-        with self.traced_region(node.body, extra=[node.target.id]):
+        with self.traced_region(node, node.body, extra=[node.target.id]):
             user_var = self.frame.scope.get(node.target.id)
             if not isinstance(user_var, Var) or user_var.type != Type(INDEX):
                 user_var = self.new_user_var(node.target.id, id(node), Type(INDEX))
@@ -243,11 +251,11 @@ class CodeGen:
         scratch = Block()
         with self.builder.at(scratch):
             first = self.ops.truth(self.expr(node.test))
-        if not is_traced(first):
+        if not is_traced(first) and ("runtime_while", id(node)) not in self.widen:
             self._static_while(node)
             return
         body = Block()
-        with self.traced_region(node.body + [node.test]):
+        with self.traced_region(node, node.body + [node.test]):
             self.builder.op("loop", blocks=(body,))
             self.frame.loops.append(("traced", self.traced_depth))
             try:
@@ -271,8 +279,10 @@ class CodeGen:
             for _ in range(_MAX_STATIC_ITERATIONS):
                 cond = self.ops.truth(self.expr(node.test))
                 if is_traced(cond):
-                    self.error(CubeTypeError, "this while condition became a runtime value after starting as a "
-                               "compile-time one; assign the loop variable a runtime value before the loop")
+                    # The body made the condition a runtime value (`done = False; while not done:`):
+                    # trace again with this loop as a runtime loop from the start.
+                    self.widen[("runtime_while", id(node))] = True
+                    raise Retrace()
                 if not cond:
                     return
                 try:
@@ -383,26 +393,59 @@ class CodeGen:
         return var
 
     @contextmanager
-    def traced_region(self, stmts, extra=()):
-        """Enter runtime control flow: names the region assigns become Vars first, and names it
-        binds to compile-time values are unusable after it (their value depends on the path)."""
+    def traced_region(self, node, stmts, extra=()):
+        """Enter runtime control flow (an ``if`` or a loop at ``node``).
+
+        Names the region assigns that hold numbers become Vars first, so every path stores into
+        one variable. A name first bound inside the region, and read outside it, also needs a
+        Var declared before the region: that is learned while tracing, so it triggers a retrace
+        with the Var pre-declared. Yields a list for ``if`` to add its then-branch scope to.
+        """
         scope = self.frame.scope
+        site = id(node)
         for name in sorted(assigned_names(stmts) | set(extra)):
             current = scope.get(name)
+            forced = self.widen.get(("force", site, name))
             if is_traced(current) or is_number(current):
                 lifted = self.ops.lift(current)
-                var = self.new_user_var(name, id(stmts[0]) if stmts else 0, lifted.type)
+                var = self.new_user_var(name, site, _join(lifted.type, forced) if forced else lifted.type)
                 self.builder.store_var(var, self.fit_var(var, lifted, name))
                 scope[name] = var
+            elif forced is not None and not isinstance(current, Var):
+                scope[name] = self.new_user_var(name, site, forced)
         before = dict(scope)
+        branch_scopes: list[dict] = []
         self.traced_depth += 1
         try:
-            yield
+            yield branch_scopes
         finally:
             self.traced_depth -= 1
-        for name, value in list(scope.items()):
-            if not isinstance(value, Var) and before.get(name, _MISSING) is not value:
+        outside = None
+        for candidate in branch_scopes + [dict(scope)]:
+            for name, value in candidate.items():
+                if value is before.get(name, _MISSING):
+                    continue
+                if outside is None:
+                    outside = self.names_read_outside(node)
+                if name not in outside:
+                    if not isinstance(value, Var):
+                        scope[name] = _Poisoned(name)
+                    continue
+                if is_number(value) or isinstance(value, Var):
+                    type_ = value.type if isinstance(value, Var) else self.ops.lift(value).type
+                    self.widen[("force", site, name)] = type_
+                    raise Retrace()
                 scope[name] = _Poisoned(name)
+
+    def names_read_outside(self, node) -> set[str]:
+        """Names the current function reads outside the statement ``node`` (cached per node)."""
+        cache = self.__dict__.setdefault("_outside_cache", {})
+        key = (id(self.frame.source), id(node))
+        if key not in cache:
+            inside = {id(n) for n in ast.walk(node)}
+            cache[key] = {n.id for n in ast.walk(self.frame.source.tree)
+                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in inside}
+        return cache[key]
 
     # --- expressions ------------------------------------------------------------------------
     def expr(self, node):
@@ -499,9 +542,15 @@ class CodeGen:
         left = self.expr(node.left)
         result = None
         for op, comparator in zip(node.ops, node.comparators):
-            if type(op) not in _CMPOPS:
-                self.error(CubeSyntaxError, f"'{type(op).__name__}' comparisons are not supported in kernels")
             right = self.expr(comparator)
+            if not (is_traced(left) or is_traced(right)):   # compile-time values: Python decides
+                this = _STATIC_COMPARE[type(op)](left, right)
+                result = this if result is None else self.ops.binary("and", result, this) if is_traced(
+                    result) else (result and this)
+                left = right
+                continue
+            if type(op) not in _CMPOPS:
+                self.error(CubeSyntaxError, f"'{type(op).__name__}' comparisons of runtime values are not supported")
             for v in (left, right):
                 if not (is_traced(v) or is_number(v)):
                     self.error(CubeTypeError, f"cannot compare {_short(v)}")

@@ -1,10 +1,16 @@
 """Exhaustive check of a partitioning strategy: every element owned by exactly one unit."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: the marking kernels' annotations name the local
+# `strategy`, so they must be evaluated where they are written.
 import numpy as np
 
 from ..errors import ArgumentValueError
+from ..ir.types import i32
+from ..lang.builtins import BUILTINS, INTRINSICS
+from ..lang.types import Array, Mut, Region
+
+ABSOLUTE_POS = BUILTINS["ABSOLUTE_POS"]
+atomic_add, atomic_max = INTRINSICS["atomic_add"], INTRINSICS["atomic_max"]
 
 
 def verify_partitioning(strategy, shape, count, dim) -> None:
@@ -17,36 +23,31 @@ def verify_partitioning(strategy, shape, count, dim) -> None:
 
         cb.verify_partitioning(cb.Linear1D(), (1000,), count=4, dim=32)
     """
-    from .. import kernel as make_kernel
-    from ..ir.types import i32
-    from ..lang.types import Array, Mut, Region
     from .kernel import _topology
+    from .kernel import kernel as make_kernel
 
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     ndim = len(shape)
     size = int(np.prod(shape))
-    count_t, dim_t = _topology(count, "CubeCount", "verify_partitioning"), _topology(dim, "CubeDim", "verify_partitioning")
+    count_t = _topology(count, "CubeCount", "verify_partitioning")
+    dim_t = _topology(dim, "CubeDim", "verify_partitioning")
     total_units = int(np.prod(count_t)) * int(np.prod(dim_t))
 
     if ndim == 1:
         def mark(part: Region[i32, strategy], owners: Mut[Array[i32]], counts: Mut[Array[i32]]):
-            import cubepy as cb
-
-            unit = cb.ABSOLUTE_POS
+            unit = ABSOLUTE_POS
             for j in range(len(part)):
                 element = part[j]
-                cb.atomic_add(counts, element, 1)
-                cb.atomic_max(owners, element, unit)
+                atomic_add(counts, element, 1)
+                atomic_max(owners, element, unit)
     elif ndim == 2:
         def mark(part: Region[i32, strategy], owners: Mut[Array[i32]], counts: Mut[Array[i32]]):
-            import cubepy as cb
-
-            unit = cb.ABSOLUTE_POS
+            unit = ABSOLUTE_POS
             for r in range(part.shape[0]):
                 for c in range(part.shape[1]):
                     element = part[r, c]
-                    cb.atomic_add(counts, element, 1)
-                    cb.atomic_max(owners, element, unit)
+                    atomic_add(counts, element, 1)
+                    atomic_max(owners, element, unit)
     else:
         raise ArgumentValueError(f"verify_partitioning handles 1-D and 2-D shapes, got {shape}")
 

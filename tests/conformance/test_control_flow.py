@@ -1,0 +1,226 @@
+"""Python control flow on runtime values, and its folding on compile-time values."""
+
+import numpy as np
+
+import cubepy as cb
+from cubepy import Array, Comptime, Mut, f32, i32
+from tests.conftest import poisoned
+
+
+def _per_unit(n, fn):
+    return np.array([fn(i) for i in range(n)])
+
+
+@cb.kernel
+def branches(x: Array[i32], out: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i >= len(x):
+        return
+    v = x[i]
+    if v < -50:
+        r = 1
+    elif v < 0:
+        r = 2
+    elif v == 0 or v > 90:
+        r = 3
+    else:
+        r = v * 2
+    if not (v % 3 == 0 and v > 10):
+        r += 100
+    out[i] = r if v % 2 == 0 else -r
+
+
+def _branches_ref(v):
+    if v < -50:
+        r = 1
+    elif v < 0:
+        r = 2
+    elif v == 0 or v > 90:
+        r = 3
+    else:
+        r = v * 2
+    if not (v % 3 == 0 and v > 10):
+        r += 100
+    return r if v % 2 == 0 else -r
+
+
+def test_if_elif_else_and_or_not_and_ternary(dev, rng):
+    x = rng.integers(-100, 100, 500).astype(np.int32)
+    x[:5] = 0
+    out = poisoned(500, np.int32)
+    branches.launch(4, 128, x, out, device=dev)
+    np.testing.assert_array_equal(out, [_branches_ref(int(v)) for v in x])
+
+
+@cb.kernel
+def loops(x: Array[i32], out: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        n = x[i]
+        total = 0
+        for k in range(n):
+            if k % 3 == 1:
+                continue
+            if k > 40:
+                break
+            total += k
+        for k in range(n, 0, -2):
+            total += 1
+        j = 0
+        while j * j < n:
+            j += 1
+            if j == 7:
+                break
+        out[i] = total * 100 + j
+
+
+def _loops_ref(n):
+    total = 0
+    for k in range(n):
+        if k % 3 == 1:
+            continue
+        if k > 40:
+            break
+        total += k
+    for _ in range(n, 0, -2):
+        total += 1
+    j = 0
+    while j * j < n:
+        j += 1
+        if j == 7:
+            break
+    return total * 100 + j
+
+
+def test_for_while_break_continue_with_per_unit_trip_counts(dev, rng):
+    x = rng.integers(0, 60, 200).astype(np.int32)
+    out = poisoned(200, np.int32)
+    loops.launch(2, 128, x, out, device=dev)
+    np.testing.assert_array_equal(out, [_loops_ref(int(v)) for v in x])
+
+
+@cb.kernel
+def guarded(x: Array[f32], out: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    # The right side of `and` must not run where the left is false: it would read out of bounds.
+    if i < len(x) and x[i] > 0.0:
+        out[i] = 1
+    elif i < len(out):
+        out[i] = 0
+
+
+def test_and_short_circuits_so_a_guard_protects_an_access(dev, rng):
+    x = rng.standard_normal(100).astype(np.float32)
+    out = poisoned(200, np.int32)
+    guarded.launch(2, 128, x, out, device=dev)   # checked mode: an unguarded read would raise
+    np.testing.assert_array_equal(out[:100], (x > 0).astype(np.int32))
+    np.testing.assert_array_equal(out[100:], 0)
+
+
+@cb.kernel
+def static_folding(out: Mut[Array[i32]], k: Comptime[int], mode: Comptime[str]):
+    i = cb.ABSOLUTE_POS
+    acc = 0
+    for j in cb.unroll(range(k)):
+        acc += j * i
+    if mode == "double":
+        acc = acc * 2
+    step = 4
+    while step > 0:
+        acc += step
+        step //= 2
+    if i < len(out):
+        out[i] = acc
+
+
+def test_unroll_and_compile_time_branches_fold(dev, rng):
+    out = poisoned(64, np.int32)
+    static_folding.launch(1, 64, out, 5, "double", device=dev)
+    i = np.arange(64)
+    np.testing.assert_array_equal(out, (sum(range(5)) * i) * 2 + 7)
+    text = static_folding.ir(out, 5, "double", dim=64, device=dev)
+    assert "for(" not in text and "loop(" not in text
+
+
+@cb.func
+def clamp_add(a, b, limit):
+    s = a + b
+    if s > limit:
+        s = limit
+    return s
+
+
+@cb.func
+def twice(v):
+    return clamp_add(v, v, 1000)
+
+
+@cb.kernel
+def helpers(x: Array[i32], out: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        out[i] = twice(x[i]) + clamp_add(x[i], 1, 50)
+
+
+def test_helper_functions_are_inlined_and_nest(dev, rng):
+    x = rng.integers(-800, 800, 100).astype(np.int32)
+    out = poisoned(100, np.int32)
+    helpers.launch(1, 128, x, out, device=dev)
+    np.testing.assert_array_equal(out, np.minimum(2 * x, 1000) + np.minimum(x + 1, 50))
+
+
+@cb.kernel
+def variables_in_branches(x: Array[f32], out: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        acc = 0                   # an int literal that becomes a float accumulator
+        best: f32 = -1.0e30       # a declared variable
+        for k in range(4):
+            v = x[i] * k
+            acc += v
+            if v > best:
+                best = v
+        out[i] = acc + best
+
+
+def test_variables_widen_and_keep_their_values_across_branches_and_loops(dev, rng):
+    x = rng.standard_normal(100).astype(np.float32)
+    out = poisoned(100, np.float32)
+    variables_in_branches.launch(1, 128, x, out, device=dev)
+    ks = np.arange(4, dtype=np.float32)
+    v = x[:, None] * ks
+    np.testing.assert_allclose(out, v.sum(1) + v.max(1), rtol=1e-5)
+
+
+@cb.kernel
+def early_exit(x: Array[i32], out: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i >= len(x):
+        return
+    if x[i] < 0:
+        out[i] = -1
+        return
+    out[i] = x[i] * 2
+
+
+def test_early_return(dev, rng):
+    x = rng.integers(-10, 10, 150).astype(np.int32)
+    out = poisoned(150, np.int32)
+    early_exit.launch(2, 128, x, out, device=dev)
+    np.testing.assert_array_equal(out, np.where(x < 0, -1, 2 * x))
+
+
+@cb.kernel
+def tuples(x: Array[i32], out: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        a, b = x[i], i
+        a, b = b, a
+        out[i] = a * 1000 + b
+
+
+def test_tuple_assignment_swaps(dev, rng):
+    x = rng.integers(0, 999, 100).astype(np.int32)
+    out = poisoned(100, np.int32)
+    tuples.launch(1, 128, x, out, device=dev)
+    np.testing.assert_array_equal(out, np.arange(100) * 1000 + x)

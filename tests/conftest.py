@@ -1,0 +1,66 @@
+"""Shared fixtures: the devices under test and a fresh random generator per test.
+
+``CUBEPY_TEST_DEVICES`` picks backends (comma separated, default: every available one of
+interp, cpu, opencl, cuda). ``CUBEPY_TEST_SEED`` fixes the random inputs (CI derives it from the
+commit, so a run is reproducible and each commit sees fresh data); otherwise a new seed is drawn
+and printed in the header.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+import numpy as np
+import pytest
+
+import cubepy as cb
+
+PLANE_SIZES = {"interp": (1, 8, 16, 32, 64), "cpu": (1, 8, 32, 64), "opencl": (None,), "cuda": (None,),
+               "hip": (None,)}
+_SEED = int(os.environ.get("CUBEPY_TEST_SEED") or np.random.SeedSequence().entropy % 2**32)
+
+
+def pytest_report_header(config):
+    return f"cubepy test seed: CUBEPY_TEST_SEED={_SEED}"
+
+
+def _backends() -> list[str]:
+    wanted = os.environ.get("CUBEPY_TEST_DEVICES")
+    names = [n.strip() for n in wanted.split(",")] if wanted else ["interp", "cpu", "opencl", "cuda"]
+    available = {d.backend_name for d in cb.devices() if d.available}
+    return [n for n in names if n in available or wanted]
+
+
+def device_params() -> list:
+    params = []
+    for name in _backends():
+        for plane in PLANE_SIZES.get(name, (None,)):
+            label = f"{name}-p{plane}" if plane else name
+            params.append(pytest.param((name, plane), id=label))
+    return params
+
+
+DEVICE_PARAMS = device_params()
+
+
+@pytest.fixture(params=DEVICE_PARAMS)
+def dev(request) -> cb.Device:
+    """Every device under test, at each plane size it supports."""
+    name, plane = request.param
+    return cb.device(name, plane_dim=plane) if plane else cb.device(name)
+
+
+@pytest.fixture
+def rng(request) -> np.random.Generator:
+    return np.random.default_rng([_SEED, zlib.crc32(request.node.nodeid.encode())])
+
+
+def poisoned(shape, dtype) -> np.ndarray:
+    """An output buffer full of a value no kernel writes by accident (NaN, or a bit pattern)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.full(shape, np.nan, dtype)
+    if dtype.kind == "b":
+        return np.ones(shape, dtype)
+    return np.full(shape, np.iinfo(dtype).max - 3, dtype)
