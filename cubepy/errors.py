@@ -6,7 +6,12 @@ message names the kernel, the thing at fault, its value, and the user's source l
 
 from __future__ import annotations
 
+import os
+import sys
+
 from .ir.nodes import SourceLoc
+
+_PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in (__file__,))
 
 
 class CubeError(Exception):
@@ -85,3 +90,21 @@ class RaceError(CubeError, RuntimeError):
 
 class BackendUnavailableError(CubeError, RuntimeError):
     """A device whose vendor library or driver is missing or failed."""
+
+
+def caller_loc() -> SourceLoc | None:
+    """The innermost frame of the user's code (outside cubepy) on the current stack."""
+    import linecache
+
+    from . import backends as _backends_pkg  # noqa: F401  (its path is cubepy.backends)
+
+    skip = _PACKAGE_DIRS + tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in _backends_pkg.__path__)
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(skip):
+            text = linecache.getline(filename, frame.f_lineno).rstrip("\n")
+            indent = len(text) - len(text.lstrip())
+            return SourceLoc(filename, frame.f_lineno, indent, len(text.rstrip()), text)
+        frame = frame.f_back
+    return None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import settings
-from ..errors import ArgumentTypeError, ArgumentValueError
+from ..errors import ArgumentTypeError, ArgumentValueError, LaunchError, caller_loc
 from ..frontend.source import function_source
 from ..frontend.spec import KernelSpec
 from ..frontend.trace import trace_kernel
@@ -114,7 +114,19 @@ class KernelFunction:
 
     def launch(self, count, dim, *args, device: Device | str | None = None, checked: bool | None = None,
                races: bool = False, **kwargs) -> None:
-        """Launch on ``device`` (default: the current device) with ``count`` cubes of ``dim`` units."""
+        """Launch on ``device`` (default: the current device) with ``count`` cubes of ``dim`` units.
+
+        ``races=True`` (interpreter) reports data races between units; ``checked`` overrides the
+        kernel's bounds-checking mode for this launch.
+        """
+        try:
+            self._launch(count, dim, args, kwargs, device, checked, races)
+        except LaunchError as e:
+            if e.loc is None:   # point at the user's launch line
+                e.loc = caller_loc()
+            raise
+
+    def _launch(self, count, dim, args, kwargs, device, checked, races) -> None:
         dev = self._device(device)
         count_t = _topology(count, "CubeCount", self.__name__)
         dim_t = _topology(dim, "CubeDim", self.__name__)
