@@ -600,18 +600,12 @@ class CodeGen:
             for v in (a, b):
                 if not (is_traced(v) or is_number(v)):
                     self.error(CubeTypeError, "both sides of a runtime conditional expression must be numbers")
-            ta = self.ops.lift(a).type if is_traced(a) else None
-            tb = self.ops.lift(b).type if is_traced(b) else None
-            if ta is None and tb is None:
-                result_type = self.ops.lift(a).type
-                if type(a) is not type(b):
-                    result_type = self.ops.common(self.ops.lift(a), self.ops.lift(b))[0].type
-            else:
-                probe_a = a if is_traced(a) else self.ops.lift(a, tb)
-                probe_b = b if is_traced(b) else self.ops.lift(b, ta)
-                result_type = _join(probe_a.type, probe_b.type)
-                if result_type is None:
-                    self.error(CubeTypeError, f"the two sides have incompatible types {probe_a.type} and {probe_b.type}")
+            # Lifting a number makes a constant (no op), so it is safe outside the branch blocks.
+            la = self.ops.lift(a, b.type if is_traced(b) else None)
+            lb = self.ops.lift(b, la.type)
+            result_type = _join(la.type, lb.type)
+            if result_type is None:
+                self.error(CubeTypeError, f"the two sides have incompatible types {la.type} and {lb.type}")
             var = self.builder.new_var("ifexp", result_type)
             with self.builder.at(then_block):
                 self.builder.store_var(var, self.ops.coerce(a, result_type, "the conditional expression"))

@@ -145,7 +145,7 @@ class Ops:
             base = self.lift(a)
             n = int(b)
             if n == 0:
-                return self.lift(1, base.type) if base.type.width == 1 else self.broadcast(self.const(1, base.type.dtype), base.type.width)
+                return self.const(1, base.type.dtype, base.type.width)
             result = base
             for _ in range(n - 1):
                 result = self.b.op("mul", (result, base), base.type)

@@ -64,7 +64,7 @@ def loops(x: Array[i32], out: Mut[Array[i32]]):
             if k > 40:
                 break
             total += k
-        for k in range(n, 0, -2):
+        for _ in range(n, 0, -2):
             total += 1
         j = 0
         while j * j < n:
