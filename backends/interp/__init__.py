@@ -1,0 +1,60 @@
+"""The reference interpreter: runs the IR with NumPy, all units of a launch in lockstep.
+
+It is the specification every other backend is tested against: plane size is chosen at probe
+time (any power of two up to 64), fresh shared/local memory and variables are poisoned, checked
+kernels report the first out-of-bounds access, and ``races=True`` reports data races.
+"""
+
+from __future__ import annotations
+
+from cubepy.errors import ArgumentValueError, CubeTypeError
+from cubepy.ir.nodes import ATOMIC_OPS, OPCODES, Kernel, walk
+from cubepy.runtime.properties import DeviceProperties
+
+from .executor import Launch
+
+__all__ = ["BACKEND", "InterpBackend", "Launch"]
+
+
+class InterpBackend:
+    name = "interp"
+
+    def probe(self, plane_dim=32, races=False, **_) -> DeviceProperties:
+        if isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
+                1 <= plane_dim <= 64 and plane_dim & (plane_dim - 1) == 0):
+            raise ArgumentValueError(
+                f"the interpreter's plane_dim must be a power of two from 1 to 64, got {plane_dim!r}")
+        return DeviceProperties(
+            name="interpreter", backend=self.name, plane_dim=plane_dim,
+            plane_size_min=plane_dim, plane_size_max=plane_dim, max_units_per_cube=1024,
+            max_cube_dim=(1024, 1024, 64), max_cube_count=(2**31 - 1, 65535, 65535),
+            shared_memory_per_cube=65536, vector_widths=(1, 2, 4, 8, 16),
+            features=frozenset({"fp16", "fp64", "plane_ops", "atomics"}))
+
+    def compile(self, kernel: Kernel, properties: DeviceProperties) -> Kernel:
+        """Nothing to compile; refuse what the interpreter cannot run."""
+        typed = [p.type for p in kernel.params] + [b.type for b in kernel.buffers]
+        typed += [v.type for v in kernel.vars]
+        for op in walk(kernel.body):
+            if op.opcode not in OPCODES:
+                raise ValueError(f"kernel {kernel.name}: unknown opcode {op.opcode!r}")
+            if op.opcode == "atomic" and (op.attrs.get("op") not in ATOMIC_OPS or op.args[0].type.width > 1):
+                raise CubeTypeError(f"atomic {op.attrs.get('op')!r} on {op.args[0].type} is not supported",
+                                    kernel.name, op.loc)
+            if op.result is not None:
+                typed.append(op.result.type)
+        for t in typed:
+            if t.dtype.name == "bf16":
+                raise CubeTypeError("bf16 is not supported by the interpreter (NumPy has no bfloat16)",
+                                    kernel.name, kernel.loc)
+        return kernel
+
+    def launch(self, executable, kernel: Kernel, cube_count, cube_dim, args, properties, options) -> None:
+        plane_dim = kernel.plane_dim or properties.plane_dim
+        Launch(kernel, cube_count, cube_dim, list(args), plane_dim, bool((options or {}).get("races"))).run()
+
+    def synchronize(self) -> None:
+        pass
+
+
+BACKEND = InterpBackend()

@@ -1,0 +1,108 @@
+"""Pure elementwise ops: opcode -> NumPy function. Results are fitted to the IR result dtype,
+so integers wrap in their own width (``i8 + i8`` stays ``i8``) and ``f16`` stays ``f16``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cubepy.ir.nodes import Op
+
+from .values import fit, np_dtype
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _is_int(a: np.ndarray) -> bool:
+    return a.dtype.kind in "iu"
+
+
+def _floordiv(a, b):
+    if _is_int(a):  # Python semantics (numpy's already floor); x // 0 == 0 without a warning
+        zero = b == 0
+        return np.where(zero, 0, np.floor_divide(a, np.where(zero, 1, b)))
+    return np.floor_divide(a, b)
+
+
+def _mod(a, b):
+    if _is_int(a):
+        zero = b == 0
+        return np.where(zero, 0, np.remainder(a, np.where(zero, 1, b)))
+    return np.remainder(a, b)
+
+
+def _pow(a, b):
+    if _is_int(a):  # numpy refuses negative integer powers; a ** -k truncates to 0 (or +-1)
+        neg = b < 0
+        r = np.power(a, np.where(neg, 0, b))
+        return np.where(neg, np.where(np.abs(a) == 1, np.where(np.remainder(b, 2) == 0, 1, a), 0), r)
+    return np.power(a, b)
+
+
+def _shift(fn):
+    def shift(a, b):
+        return fn(a, b & (a.dtype.itemsize * 8 - 1))
+    return shift
+
+
+def _fma(a, b, c):
+    if a.dtype.kind == "f" and a.dtype.itemsize < 8:  # one rounding, like a fused multiply-add
+        return a.astype(np.float64) * b + c
+    return a * b + c
+
+
+UNARY = {
+    "neg": np.negative, "not": np.logical_not, "invert": np.invert, "abs": np.abs,
+    "sqrt": np.sqrt, "rsqrt": lambda a: np.reciprocal(np.sqrt(a)), "exp": np.exp, "log": np.log,
+    "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "erf": lambda a: _erf(a.astype(np.float64)),
+    "floor": np.floor, "ceil": np.ceil,
+}
+BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+    "floordiv": _floordiv, "mod": _mod, "pow": _pow, "min": np.minimum, "max": np.maximum,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "shl": _shift(np.left_shift), "shr": _shift(np.right_shift),
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+    "gt": np.greater, "ge": np.greater_equal,
+}
+
+
+def _select(op: Op, cond, a, b):
+    if op.args[0].type.width == 1 and op.result.type.width > 1 and cond.ndim == 1:
+        cond = cond[:, None]  # a per-unit bool choosing whole Lines
+    return np.where(cond, a, b)
+
+
+def _broadcast(op: Op, a):
+    return np.broadcast_to(a[..., None], a.shape + (op.result.type.width,))
+
+
+def _insert(op: Op, line, x):
+    out = np.array(np.broadcast_to(line, np.broadcast_shapes(line.shape, x.shape + line.shape[-1:])))
+    out[..., op.attrs["index"]] = x
+    return out
+
+
+SPECIAL = {
+    "fma": lambda op, a, b, c: _fma(a, b, c),
+    "select": _select,
+    "cast": lambda op, a: a.astype(np_dtype(op.result.type)),
+    "broadcast": _broadcast,
+    "extract": lambda op, a: a[..., op.attrs["index"]],
+    "insert": _insert,
+}
+
+PURE = set(UNARY) | set(BINARY) | set(SPECIAL)
+
+
+def evaluate(op: Op, args: list[np.ndarray]) -> np.ndarray:
+    """The result of a pure op on its operand values (call under ``np.errstate(all="ignore")``)."""
+    code = op.opcode
+    if code in UNARY:
+        r = UNARY[code](args[0])
+    elif code in BINARY:
+        r = BINARY[code](args[0], args[1])
+    else:
+        r = SPECIAL[code](op, *args)
+    return fit(r, op.result.type)
