@@ -6,7 +6,7 @@ Indexing a region is local (``part[j]``) and checked against the unit's part, no
 import numpy as np
 
 import cubepy as cb
-from cubepy import Linear1D, Mut, Region, Strided1D, Tile2D, f32
+from cubepy import Linear1D, Region, Strided1D, Tile2D, f32
 
 
 @cb.kernel

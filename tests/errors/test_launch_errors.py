@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cubepy as cb
-from cubepy import Array, Comptime, Mut, f32, i8, i32
+from cubepy import Array, Comptime, Mut, f32, i8
 
 
 @cb.kernel
