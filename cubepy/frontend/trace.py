@@ -9,7 +9,7 @@ from ..ir.passes import eliminate_dead_code, lower_bounds_checks
 from ..ir.types import INDEX, Type
 from ..ir.uniformity import analyze_uniformity
 from ..ir.verify import verify
-from .codegen import CodeGen, Frame, Retrace, _FuncReturn, _KernelReturn
+from .codegen import CodeGen, Frame, FuncReturn, KernelReturn, Retrace
 from .operators import Ops, is_number, is_traced
 from .source import FunctionSource, function_source
 from .spec import KernelSpec
@@ -139,7 +139,7 @@ class Tracer(CodeGen):
         try:
             self.visit_block(source.tree.body)
             return None
-        except _FuncReturn as r:
+        except FuncReturn as r:
             return r.value
         finally:
             self.frames.pop()
@@ -185,9 +185,9 @@ class Tracer(CodeGen):
         self.bind_params()
         try:
             self.visit_block(tree.body)
-        except _KernelReturn:
+        except KernelReturn:
             pass
-        except _FuncReturn:  # pragma: no cover - a return outside a func is caught in stmt_Return
+        except FuncReturn:  # pragma: no cover - a return outside a func is caught in stmt_Return
             self.error(CubeSyntaxError, "return outside a function")
         self.kernel.body.ops = self.entry.ops + self.kernel.body.ops
         return self.kernel

@@ -1,0 +1,110 @@
+"""Python AST -> IR: the statement and expression visitor.
+
+The function's AST is walked once per specialization. Python values (numbers, Comptime
+parameters, CubeDim, PlaneDim) are evaluated on the spot, so ``if``/``for``/``while`` on them
+fold away; traced values build IR. A name assigned at the top level of the kernel is bound to
+its SSA value; a name assigned under traced control flow becomes a mutable local (`Var`).
+
+This module holds what both visitors share; `statements.py` and `expressions.py` hold them.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+
+from ..ir.types import Type
+from .source import FunctionSource
+
+BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
+           ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
+           ast.LShift: "shl", ast.RShift: "shr"}
+CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+STATIC_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+                   ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+                   ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+UNARYOPS = {ast.USub: "neg", ast.Not: "not", ast.Invert: "invert"}
+MAX_STATIC_ITERATIONS = 100_000
+
+
+class Poisoned:
+    """A name last assigned a compile-time value under a runtime condition."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+class KernelReturn(Exception):
+    pass
+
+
+class FuncReturn(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+class StaticBreak(Exception):
+    pass
+
+
+class StaticContinue(Exception):
+    pass
+
+
+class Retrace(Exception):
+    """A variable needs a wider type than its first assignment gave it; trace again."""
+
+
+class Frame:
+    """One function being traced (the kernel, or an inlined @cb.func)."""
+
+    def __init__(self, source: FunctionSource, scope: dict, traced_depth: int):
+        self.source = source
+        self.scope = scope
+        self.globals = source.fn.__globals__
+        self.closure = closure_vars(source.fn)
+        self.base_depth = traced_depth
+        self.loops: list[tuple[str, int]] = []   # ("traced" | "static", depth at entry), innermost last
+
+
+def closure_vars(fn) -> dict:
+    if not fn.__closure__:
+        return {}
+    out = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            pass
+    return out
+
+
+def assigned_names(nodes) -> set[str]:
+    """Names a list of statements may assign (targets of assignments and for loops)."""
+    names: set[str] = set()
+    for stmt in nodes:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
+
+
+MISSING = object()
+
+
+def join_types(a: Type, b: Type) -> Type | None:
+    """The type a variable needs to hold values of both types, or None."""
+    from ..ir.types import PromotionError, promote
+
+    if a.width != b.width and 1 not in (a.width, b.width):
+        return None
+    try:
+        dtype = promote(a.dtype, b.dtype)
+    except PromotionError:
+        return None
+    return Type(dtype, max(a.width, b.width))
+
+
+def describe(x) -> str:
+    name = getattr(x, "__qualname__", None) or getattr(x, "__name__", None)
+    return f"'{name}'" if name else type(x).__name__
