@@ -71,15 +71,27 @@ INDEX = i32
 INDEX_MAX = 2**31 - 1
 
 
+_BY_NUMPY_DTYPE: dict = {}
+
+
 def dtype_from_numpy(np_dtype) -> DType | None:
     """The cubepy dtype for a NumPy dtype (or anything ``np.dtype`` accepts), or None."""
+    cached = _BY_NUMPY_DTYPE.get(np_dtype)
+    if cached is not None:
+        return cached
     import numpy as np
 
     try:
         name = np.dtype(np_dtype).name
     except TypeError:
         name = str(np_dtype)
-    return _BY_NUMPY_NAME.get(name)
+    found = _BY_NUMPY_NAME.get(name)
+    if found is not None:
+        try:
+            _BY_NUMPY_DTYPE[np_dtype] = found
+        except TypeError:  # unhashable spellings are simply not cached
+            pass
+    return found
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,10 @@ class Signature:
     names: tuple[str, ...]
     annotations: tuple[Any, ...]
     defaults: tuple[Any, ...]
+    comptime: tuple[bool, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "comptime", tuple(isinstance(a, ComptimeSpec) for a in self.annotations))
 
 
 _EMPTY = inspect.Parameter.empty
@@ -92,6 +96,55 @@ def bind_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) 
     return BoundArgs(tuple(specs), host)
 
 
+def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
+    """A cheap key of what the arguments' types specialize, for the launch-plan cache; None when
+    an argument is of a kind only the full check understands (then no plan is used)."""
+    if len(args) != len(comptime):
+        return None
+    key = []
+    for is_comptime, a in zip(comptime, args):
+        cls = a.__class__
+        if is_comptime:
+            key.append((cls, a))
+        elif cls is np.ndarray:
+            flags = a.flags
+            key.append((a.dtype, a.ndim, flags.writeable, flags.c_contiguous))
+        elif cls is LinesArg and a.array.__class__ is np.ndarray:
+            arr = a.array
+            key.append((a.width, arr.dtype, arr.ndim, arr.flags.writeable, arr.flags.c_contiguous))
+        elif cls in (float, int, bool):
+            key.append(cls)
+        else:
+            return None
+    return tuple(key)
+
+
+def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str):
+    """A function binding arguments whose kinds, dtypes and flags already passed `bind_arguments`
+    (same `quick_key`): it re-checks only what depends on values (sizes, ranges, aliasing)."""
+    steps = []
+    for spec in specs:
+        if spec.kind == "comptime":
+            steps.append(None)
+        elif spec.kind == "scalar":
+            dtype, name = spec.dtype, spec.name
+            if dtype.is_float:
+                steps.append(np.dtype(dtype.numpy_name).type)
+            else:
+                steps.append(lambda v, d=dtype, n=name: _scalar(kernel_name, n, d, v))
+        else:
+            steps.append(lambda v, s=spec: _array(kernel_name, s.name, None, v, s.mutable, trusted=True)[0])
+    steps = tuple(steps)
+    check_aliasing = any(spec.mutable for spec in specs) and sum(s.kind in ("array", "region") for s in specs) > 1
+
+    def bind(args: tuple) -> list:
+        host = [None if step is None else step(value) for step, value in zip(steps, args)]
+        if check_aliasing:
+            _check_aliasing(kernel_name, sig.names, specs, host)
+        return host
+    return bind
+
+
 def _match(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) -> list:
     if len(args) > len(sig.names):
         raise ArgumentTypeError(f"takes {len(sig.names)} arguments ({', '.join(sig.names)}) but "
@@ -139,10 +192,28 @@ def _scalar(kernel_name, name, dtype: DType, value):
     return np_type.type(value)
 
 
-def _array(kernel_name, name, ann, value, mutable):
+def _array(kernel_name, name, ann, value, mutable, trusted=False):
     width = 1
     if isinstance(value, LinesArg):
         value, width = value.array, value.width
+    if trusted:
+        array = value
+    else:
+        array = _checked_array(kernel_name, name, ann, value, mutable)
+    size = array.size
+    if size > INDEX_MAX or (size == 0 and any(s > INDEX_MAX for s in array.shape)):
+        raise ArgumentValueError(f"parameter '{name}' has {array.size} elements; kernels index with i32, so "
+                                 f"at most {INDEX_MAX}", kernel_name)
+    if width > 1:
+        last = array.shape[-1]
+        if last % width:
+            raise ArgumentValueError(f"parameter '{name}': cb.lines width {width} does not divide the last "
+                                     f"dimension {last}", kernel_name)
+        array = array.reshape(*array.shape[:-1], last // width, width)
+    return array, width
+
+
+def _checked_array(kernel_name, name, ann, value, mutable) -> np.ndarray:
     if isinstance(value, (list, tuple)) or np.isscalar(value) or value is None:
         raise ArgumentTypeError(f"parameter '{name}' expects an array (NumPy, or anything with "
                                 f"__array_interface__ / __array__), got {type(value).__name__}", kernel_name)
@@ -166,34 +237,20 @@ def _array(kernel_name, name, ann, value, mutable):
     if mutable and not array.flags.writeable:
         raise ArgumentValueError(f"parameter '{name}' is Mut but the array passed is read-only; "
                                  "pass a writable copy (array.copy())", kernel_name)
-    if array.size > INDEX_MAX or any(s > INDEX_MAX for s in array.shape):
-        raise ArgumentValueError(f"parameter '{name}' has {array.size} elements; kernels index with i32, so "
-                                 f"at most {INDEX_MAX}", kernel_name)
-    if width > 1:
-        last = array.shape[-1]
-        if last % width:
-            raise ArgumentValueError(f"parameter '{name}': cb.lines width {width} does not divide the last "
-                                     f"dimension {last}", kernel_name)
-        array = array.reshape(*array.shape[:-1], last // width, width)
-    return array, width
-
-
-def _byte_range(array: np.ndarray) -> tuple[int, int]:
-    start = array.__array_interface__["data"][0]
-    return start, start + array.nbytes
+    return array
 
 
 def _check_aliasing(kernel_name, names, specs, host) -> None:
+    # Arguments are C-contiguous, so overlapping byte bounds (what may_share_memory compares,
+    # in C and cheaply) is the same as sharing memory.
     arrays = [(n, s, a) for n, s, a in zip(names, specs, host) if isinstance(a, np.ndarray)]
     for i, (name_a, spec_a, a) in enumerate(arrays):
         if not spec_a.mutable or a.nbytes == 0:
             continue
-        lo_a, hi_a = _byte_range(a)
         for j, (name_b, _, b) in enumerate(arrays):
             if i == j or b.nbytes == 0:
                 continue
-            lo_b, hi_b = _byte_range(b)
-            if lo_a < hi_b and lo_b < hi_a:
+            if np.may_share_memory(a, b):
                 raise ArgumentValueError(
                     f"Mut argument '{name_a}' overlaps argument '{name_b}' in memory; a written array must not "
                     f"alias any other argument (pass a copy, e.g. {name_b}.copy())", kernel_name)

@@ -13,7 +13,7 @@ from ..frontend.spec import KernelSpec
 from ..frontend.trace import trace_kernel
 from ..ir.nodes import Kernel
 from ..ir.printer import print_kernel
-from .args import Signature, bind_arguments, read_signature
+from .args import Signature, bind_arguments, make_binder, quick_key, read_signature
 from .devices import Device, current_device
 from .devices import device as get_device
 
@@ -42,7 +42,27 @@ class CubeCount:
         return (self.x, self.y, self.z)
 
 
+@dataclass(frozen=True)
+class _LaunchPlan:
+    """What a warm launch reuses: the compiled specialization for one set of argument kinds.
+    The device is held so that its id in the plan key cannot be reused by another device."""
+
+    device: Device
+    specs: tuple
+    ir: Kernel
+    executable: Any
+    order: tuple[int, ...]
+    options: dict
+    bind: Callable[[tuple], list]
+
+
 def _topology(value, what: str, kernel_name: str) -> tuple[int, int, int]:
+    if value.__class__ is int and value >= 1:   # the common case, without building anything
+        return (value, 1, 1)
+    return _parse_topology(value, what, kernel_name)
+
+
+def _parse_topology(value, what: str, kernel_name: str) -> tuple[int, int, int]:
     if isinstance(value, (CubeDim, CubeCount)):
         t = value.as_tuple()
     elif isinstance(value, int) and not isinstance(value, bool):
@@ -98,6 +118,7 @@ class KernelFunction:
         self.fastmath = fastmath
         self._signature: Signature | None = None
         self._cache: dict[tuple, tuple[Kernel, Any]] = {}
+        self._plans: dict[tuple, _LaunchPlan] = {}
         self.trace_count = 0
 
     @property
@@ -128,14 +149,31 @@ class KernelFunction:
 
     def _launch(self, count, dim, args, kwargs, device, checked, races) -> None:
         dev = self._device(device)
-        count_t = _topology(count, "CubeCount", self.__name__)
-        dim_t = _topology(dim, "CubeDim", self.__name__)
-        _check_limits(self.__name__, dev, count_t, dim_t)
-        bound = bind_arguments(self.signature, args, kwargs, self.__name__)
-        ir, executable = self._specialize(bound.specs, dim_t, dev, checked)
-        runtime_args = [bound.values[p.param_index] for p in ir.params]
-        options = {"races": races or bool(dev.options.get("races"))}
-        dev.backend.launch(executable, ir, count_t, dim_t, runtime_args, dev.properties, options)
+        name = self.__name__
+        count_t = _topology(count, "CubeCount", name)
+        dim_t = _topology(dim, "CubeDim", name)
+        signature = self.signature
+        quick = None if kwargs else quick_key(signature.comptime, args)
+        plan_key = (id(dev), dim_t, checked, races, quick)
+        plan = self._plans.get(plan_key) if quick is not None else None
+        if plan is None:
+            _check_limits(name, dev, count_t, dim_t)
+            bound = bind_arguments(signature, args, kwargs, name)
+            ir, executable = self._specialize(bound.specs, dim_t, dev, checked)
+            order = tuple(p.param_index for p in ir.params)
+            options = {"races": races or bool(dev.options.get("races"))}
+            plan = _LaunchPlan(dev, bound.specs, ir, executable, order, options,
+                               make_binder(signature, bound.specs, name))
+            if quick is not None:
+                self._plans[plan_key] = plan
+            values = bound.values
+        else:
+            most = dev.properties.max_cube_count
+            if count_t[0] > most[0] or count_t[1] > most[1] or count_t[2] > most[2]:
+                _check_limits(name, dev, count_t, dim_t)
+            values = plan.bind(args)
+        dev.backend.launch(plan.executable, plan.ir, count_t, dim_t, [values[i] for i in plan.order],
+                           dev.properties, plan.options)
 
     def ir(self, *args, dim=(32, 1, 1), device: Device | str | None = None, checked: bool | None = None,
            **kwargs) -> str:

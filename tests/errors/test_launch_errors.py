@@ -126,3 +126,14 @@ def test_scalars_are_converted_to_the_parameter_type():
     y = np.ones(1, np.float32)
     scaled.launch(1, 1, y, np.int64(3), 2, device="interp")
     assert y[0] == 5
+
+
+def test_value_dependent_checks_run_on_every_launch_not_only_the_first():
+    x = np.arange(64, dtype=np.float32)
+    copy.launch(2, 32, x, x.copy(), device="interp")          # warms the launch plan
+    buf = np.zeros(128, np.float32)
+    _launch_error(ValueError, "Mut argument 'y' overlaps argument 'x'", buf[:64], buf[32:96], count=2)
+    _launch_error(ValueError, "cb.lines width 4 does not divide", cb.lines(x[:62], 2), cb.lines(x[:62].copy(), 4))
+    y = np.ones(1, np.float32)
+    scaled.launch(1, 1, y, 3, 2, device="interp")
+    _launch_error(ValueError, "whose range is [-128, 127]; got 300", y, 300, 2, kernel=scaled)
