@@ -16,6 +16,7 @@ from ..frontend.spec import ParamSpec
 from ..ir.types import INDEX_MAX, DType, dtype_from_numpy
 from ..lang.region import Partitioning
 from ..lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
+from .device_arrays import QUICK_FACTS, DeviceArray, NotContiguous, describer
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,8 @@ def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
             key.append((a.width, arr.dtype, arr.ndim, arr.flags.writeable, arr.flags.c_contiguous))
         elif cls in (float, int, bool):
             key.append(cls)
+        elif cls in QUICK_FACTS:
+            key.append((cls, QUICK_FACTS[cls](a)))
         else:
             return None
     return tuple(key)
@@ -197,7 +200,7 @@ def _array(kernel_name, name, ann, value, mutable, trusted=False):
     if isinstance(value, LinesArg):
         value, width = value.array, value.width
     if trusted:
-        array = value
+        array = value if value.__class__ is np.ndarray else describer(value)(value)
     else:
         array = _checked_array(kernel_name, name, ann, value, mutable)
     size = array.size
@@ -213,7 +216,15 @@ def _array(kernel_name, name, ann, value, mutable, trusted=False):
     return array, width
 
 
-def _checked_array(kernel_name, name, ann, value, mutable) -> np.ndarray:
+def _checked_array(kernel_name, name, ann, value, mutable):
+    describe = describer(value)
+    if describe is not None:
+        try:
+            array = describe(value)
+        except NotContiguous as e:
+            raise ArgumentValueError(f"parameter '{name}' is a device array that is not C-contiguous ({e}); "
+                                     "pass a contiguous copy", kernel_name) from None
+        return _check_array_facts(kernel_name, name, ann, array, mutable, array.readonly)
     if isinstance(value, (list, tuple)) or np.isscalar(value) or value is None:
         raise ArgumentTypeError(f"parameter '{name}' expects an array (NumPy, or anything with "
                                 f"__array_interface__ / __array__), got {type(value).__name__}", kernel_name)
@@ -222,6 +233,13 @@ def _checked_array(kernel_name, name, ann, value, mutable) -> np.ndarray:
     except Exception as e:
         raise ArgumentTypeError(f"parameter '{name}' expects an array; converting {type(value).__name__} "
                                 f"failed: {e}", kernel_name) from None
+    if not array.flags.c_contiguous:
+        raise ArgumentValueError(f"parameter '{name}' is not C-contiguous (strides {array.strides}); "
+                                 f"pass np.ascontiguousarray({name})", kernel_name)
+    return _check_array_facts(kernel_name, name, ann, array, mutable, not array.flags.writeable)
+
+
+def _check_array_facts(kernel_name, name, ann, array, mutable, readonly):
     dtype = dtype_from_numpy(array.dtype)
     if dtype is None:
         raise ArgumentTypeError(f"parameter '{name}': arrays of {array.dtype} are not supported", kernel_name)
@@ -231,26 +249,32 @@ def _checked_array(kernel_name, name, ann, value, mutable) -> np.ndarray:
                                 f"convert it with .astype(np.{want.numpy_name})", kernel_name)
     if array.ndim == 0:
         raise ArgumentTypeError(f"parameter '{name}' expects an array, got a 0-d array", kernel_name)
-    if not array.flags.c_contiguous:
-        raise ArgumentValueError(f"parameter '{name}' is not C-contiguous (strides {array.strides}); "
-                                 f"pass np.ascontiguousarray({name})", kernel_name)
-    if mutable and not array.flags.writeable:
+    if mutable and readonly:
         raise ArgumentValueError(f"parameter '{name}' is Mut but the array passed is read-only; "
                                  "pass a writable copy (array.copy())", kernel_name)
     return array
 
 
+def _overlap(a, b) -> bool:
+    a_device, b_device = isinstance(a, DeviceArray), isinstance(b, DeviceArray)
+    if a_device and b_device:
+        return a.overlaps(b)
+    if a_device or b_device:      # host memory and device memory never overlap
+        return False
+    return np.may_share_memory(a, b)
+
+
 def _check_aliasing(kernel_name, names, specs, host) -> None:
     # Arguments are C-contiguous, so overlapping byte bounds (what may_share_memory compares,
     # in C and cheaply) is the same as sharing memory.
-    arrays = [(n, s, a) for n, s, a in zip(names, specs, host) if isinstance(a, np.ndarray)]
+    arrays = [(n, s, a) for n, s, a in zip(names, specs, host) if a is not None and s.kind in ("array", "region")]
     for i, (name_a, spec_a, a) in enumerate(arrays):
         if not spec_a.mutable or a.nbytes == 0:
             continue
         for j, (name_b, _, b) in enumerate(arrays):
             if i == j or b.nbytes == 0:
                 continue
-            if np.may_share_memory(a, b):
+            if _overlap(a, b):
                 raise ArgumentValueError(
                     f"Mut argument '{name_a}' overlaps argument '{name_b}' in memory; a written array must not "
                     f"alias any other argument (pass a copy, e.g. {name_b}.copy())", kernel_name)

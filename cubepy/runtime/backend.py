@@ -14,7 +14,11 @@ must:
   A checked kernel that indexed out of bounds raises OutOfBoundsError (asynchronous backends:
   at the next synchronize).
 may:
-- ``synchronize()``: wait for queued work and raise deferred errors (default: nothing to do).
+- ``device_array_platforms: frozenset[str]``: the platforms of `DeviceArray` arguments it uses in
+  place (e.g. ``{"cuda"}``); the runtime refuses device arrays of other platforms (default: none).
+  Such arguments arrive as `cubepy.runtime.device_arrays.DeviceArray` (pointer, shape, dtype).
+  A backend may `register_device_array` its own array type for a fast, vendor-aware describer.
+- ``synchronize(properties)``: wait for queued work and raise deferred errors (default: nothing).
 - ``source(kernel, properties, form) -> str``: generated code, for ``kernel.source``.
 """
 

@@ -14,6 +14,7 @@ from ..frontend.trace import trace_kernel
 from ..ir.nodes import Kernel
 from ..ir.printer import print_kernel
 from .args import Signature, bind_arguments, make_binder, quick_key, read_signature
+from .device_arrays import DeviceArray
 from .devices import Device, current_device
 from .devices import device as get_device
 
@@ -75,6 +76,15 @@ def _parse_topology(value, what: str, kernel_name: str) -> tuple[int, int, int]:
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in t):
         raise ArgumentValueError(f"{what} must hold positive ints, got {t}", kernel_name)
     return t
+
+
+def _check_device_arrays(kernel_name: str, dev: Device, names, values) -> None:
+    accepted = getattr(dev.backend, "device_array_platforms", frozenset())
+    for name, value in zip(names, values):
+        if isinstance(value, DeviceArray) and value.platform not in accepted:
+            raise ArgumentTypeError(f"parameter '{name}' is an array in {value.platform} device memory, which "
+                                    f"device '{dev.name}' cannot read; launch on a {value.platform} device or "
+                                    "pass a host (NumPy) array", kernel_name)
 
 
 def _check_limits(kernel_name: str, dev: Device, count, dim) -> None:
@@ -159,6 +169,7 @@ class KernelFunction:
         if plan is None:
             _check_limits(name, dev, count_t, dim_t)
             bound = bind_arguments(signature, args, kwargs, name)
+            _check_device_arrays(name, dev, signature.names, bound.values)
             ir, executable = self._specialize(bound.specs, dim_t, dev, checked)
             order = tuple(p.param_index for p in ir.params)
             options = {"races": races or bool(dev.options.get("races"))}

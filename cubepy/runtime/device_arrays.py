@@ -1,0 +1,98 @@
+"""Arrays that already live on a device (CuPy arrays, PyTorch CUDA tensors, ...), used in place.
+
+The core never imports a vendor library: anything exposing ``__cuda_array_interface__`` is
+understood here, and a backend may register a faster describer for its own array type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceArray:
+    """A C-contiguous array in device memory: a pointer, a shape and a dtype.
+
+    ``owner`` keeps the original object (and so its memory) alive while cubepy holds this.
+    """
+
+    owner: Any
+    ptr: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    readonly: bool
+    platform: str = "cuda"
+    stream: int | None = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def reshape(self, *shape: int) -> DeviceArray:
+        return replace(self, shape=tuple(shape))
+
+    def overlaps(self, other: DeviceArray) -> bool:
+        return (self.platform == other.platform and self.ptr < other.ptr + other.nbytes
+                and other.ptr < self.ptr + self.nbytes)
+
+
+class NotContiguous(ValueError):
+    """A device array whose strides are not C-contiguous."""
+
+
+def from_cuda_array_interface(obj) -> DeviceArray:
+    """Describe any object with ``__cuda_array_interface__`` (version 2 or 3)."""
+    cai = obj.__cuda_array_interface__
+    shape = tuple(int(s) for s in cai["shape"])
+    dtype = np.dtype(cai["typestr"])
+    strides = cai.get("strides")
+    if strides is not None:
+        expected, step = [], dtype.itemsize
+        for s in reversed(shape):
+            expected.append(step)
+            step *= s
+        if tuple(strides) != tuple(reversed(expected)) and np.prod(shape) > 1:
+            raise NotContiguous(f"strides {tuple(strides)}")
+    ptr, readonly = cai["data"]
+    return DeviceArray(obj, int(ptr or 0), shape, dtype, bool(readonly), "cuda", cai.get("stream"))
+
+
+_DESCRIBERS: dict[type, Callable[[Any], DeviceArray]] = {}
+QUICK_FACTS: dict[type, Callable[[Any], tuple]] = {}
+
+
+def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
+                          quick_facts: Callable[[Any], tuple] | None = None) -> None:
+    """Let a backend describe its own array type faster than through the generic interfaces.
+
+    ``quick_facts(a)`` returns what specializes a launch and what the full check looked at
+    (dtype, rank, read-only, contiguous), so that warm launches can skip the full check.
+    """
+    _DESCRIBERS[cls] = describe
+    if quick_facts is not None:
+        QUICK_FACTS[cls] = quick_facts
+
+
+def describer(value) -> Callable[[Any], DeviceArray] | None:
+    """How to describe ``value`` as a DeviceArray, or None if it is not a device array."""
+    found = _DESCRIBERS.get(value.__class__)
+    if found is not None:
+        return found
+    if hasattr(value, "__cuda_array_interface__"):
+        return from_cuda_array_interface
+    return None
