@@ -86,7 +86,8 @@ def device(name: str | None = None, **options: Any) -> Device:
         name, _, rest = name.partition(":")
         if rest:
             options.setdefault("index", int(rest))
-    key = (name, tuple(sorted(options.items())))
+    # The option's type is part of the key: True == 1 must not find the device of plane_dim=1.
+    key = (name, tuple(sorted((k, type(v).__name__, v) for k, v in options.items())))
     cached = _devices.get(key)
     if cached is None:
         if name not in BACKEND_ORDER:

@@ -1,0 +1,217 @@
+"""The CPU backend: IR -> LLVM IR -> native code through llvmlite's MCJIT.
+
+Cubes run in parallel on a thread pool (ctypes releases the GIL); the units of a cube run as
+loops between barriers ("work-item loops"), which LLVM vectorizes. See DESIGN.md.
+
+Options: ``cb.device("cpu", plane_dim=8, threads=4)``. ``plane_dim`` is a power of two from 1 to
+64 (default: the host's SIMD width in f32 lanes); ``threads`` defaults to ``os.cpu_count()``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import struct
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from cubepy.errors import ArgumentValueError, OutOfBoundsError
+from cubepy.ir.nodes import Kernel
+from cubepy.runtime.properties import DeviceProperties
+
+from . import jit
+from .codegen import ERR_WORDS, MAX_OOB_DIMS, Codegen, CpuCompileError, Layout
+
+__all__ = ["BACKEND", "CpuBackend", "CpuCompileError", "Executable", "stats"]
+
+stats = jit.stats
+_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+_SCALAR_FMT = {"bool_": "?7x", "i8": "b7x", "u8": "B7x", "i16": "h6x", "u16": "H6x", "i32": "i4x", "u32": "I4x",
+               "i64": "q", "u64": "Q", "f16": "e6x", "f32": "f4x", "f64": "d"}
+# launches with fewer units than this run on the calling thread only
+SERIAL_UNITS = 1 << 15
+
+
+def _levels(kernel: Kernel) -> dict:
+    from cubepy.ir.uniformity import analyze_uniformity
+    try:
+        return analyze_uniformity(kernel)
+    except Exception:  # every branch then runs masked, which is always correct
+        return {}
+
+
+class Executable:
+    """One compiled specialization and its launch plan."""
+
+    def __init__(self, kernel: Kernel, llvm_ir: str, layout: Layout, loaded: jit.Loaded, from_disk: bool):
+        self.kernel = kernel
+        self.llvm_ir = llvm_ir
+        self.layout = layout
+        self.loaded = loaded
+        self.from_disk = from_disk
+        self.fn = _ENTRY(loaded.address)
+        fmt = "<"
+        self.plan = []              # how to fill the slots: ("ptr", i) / ("shape", i, d) / ("scalar", i)
+        for slot in layout.slots:
+            kind = slot[0]
+            if kind == "scalar":
+                fmt += _SCALAR_FMT[slot[2].name]
+            elif kind in ("ptr", "err"):
+                fmt += "Q"
+            else:
+                fmt += "q"
+        self.struct = struct.Struct(fmt)
+        self.nslots = len(layout.slots)
+        self.has_oob = bool(layout.oob_sites)
+        self.units = math.prod(kernel.cube_dim)
+        self._tls = threading.local()
+        self._optimized: str | None = None
+
+    def workspace(self) -> int:
+        """This thread's workspace (64-byte aligned), kept between launches."""
+        size = self.layout.ws_size
+        if size == 0:
+            return 0
+        ws = getattr(self._tls, "ws", None)
+        if ws is None:
+            buf = np.empty(size + 64, np.uint8)
+            addr = buf.ctypes.data
+            self._tls.ws = ws = (buf, addr + (-addr) % 64)
+        return ws[1]
+
+    def run_range(self, block: int, first: int, last: int) -> None:
+        self.fn(block, first, last, self.workspace())
+
+
+class CpuBackend:
+    name = "cpu"
+
+    def __init__(self):
+        self._pools: dict[int, ThreadPoolExecutor] = {}
+        self._pool_lock = threading.Lock()
+
+    # --- device -----------------------------------------------------------------------------
+
+    def probe(self, plane_dim=None, threads=None, races=False, **options) -> DeviceProperties:
+        if options:
+            raise ArgumentValueError(f"unknown option(s) for the CPU device: {', '.join(sorted(options))}; "
+                                     "it takes plane_dim and threads")
+        host = jit.init()
+        lanes = jit.simd_f32_lanes()
+        if plane_dim is None:
+            plane_dim = lanes
+        if isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
+                1 <= plane_dim <= 64 and plane_dim & (plane_dim - 1) == 0):
+            raise ArgumentValueError(f"the CPU device's plane_dim must be a power of two from 1 to 64, "
+                                     f"got {plane_dim!r}")
+        if threads is None:
+            threads = os.cpu_count() or 1
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ArgumentValueError(f"the CPU device's threads must be a positive int, got {threads!r}")
+        if races:
+            raise ArgumentValueError("race detection (races=True) is only available on the 'interp' device")
+        feats = set(host["features"].split(","))
+        features = {"fp16", "fp64", "atomics", "plane_ops", "atomic_f32_add", "atomic_f64_add"}
+        features |= {f"simd_f32x{lanes}"} | {f[1:] for f in feats if f[1:] in ("avx2", "avx512f", "fma", "f16c")
+                                             and f.startswith("+")}
+        return DeviceProperties(
+            name=f"{host['cpu']} ({threads} threads, {lanes} f32 SIMD lanes)", backend=self.name,
+            plane_dim=plane_dim, plane_size_min=plane_dim, plane_size_max=plane_dim, max_units_per_cube=1024,
+            max_cube_dim=(1024, 1024, 64), max_cube_count=(2**31 - 1, 65535, 65535),
+            shared_memory_per_cube=65536, vector_widths=(1, 2, 4, 8, 16), compute_units=threads,
+            features=frozenset(features))
+
+    # --- compile ----------------------------------------------------------------------------
+
+    def generate(self, kernel: Kernel, properties: DeviceProperties | None = None) -> tuple[str, Layout]:
+        host = jit.init()
+        plane_dim = kernel.plane_dim or properties.plane_dim
+        gen = Codegen(kernel, plane_dim, _levels(kernel))
+        return gen.generate(host["triple"], host["datalayout"])
+
+    def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
+        llvm_ir, layout = self.generate(kernel, properties)
+        loaded, from_disk = jit.load(llvm_ir, layout.entry)
+        return Executable(kernel, llvm_ir, layout, loaded, from_disk)
+
+    def source(self, kernel: Kernel, executable: Executable, properties: DeviceProperties, form: str = "source"):
+        if form == "source":
+            return executable.llvm_ir
+        if form in ("optimized", "asm"):
+            mod = jit.optimize(executable.llvm_ir)
+            return str(mod) if form == "optimized" else jit.init()["tm"].emit_assembly(mod)
+        raise ArgumentValueError(f"the CPU backend's source forms are 'source', 'optimized' and 'asm', not {form!r}")
+
+    # --- launch -----------------------------------------------------------------------------
+
+    def _pool(self, threads: int) -> ThreadPoolExecutor:
+        pool = self._pools.get(threads)
+        if pool is None:
+            with self._pool_lock:
+                pool = self._pools.get(threads)
+                if pool is None:
+                    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="cubepy-cpu")
+                    self._pools[threads] = pool
+        return pool
+
+    def launch(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, args, properties,
+               options) -> None:
+        if options and options.get("races"):
+            raise ArgumentValueError("race detection (races=True) is only available on the 'interp' device",
+                                     kernel.name)
+        ex = executable
+        ccx, ccy, ccz = cube_count
+        cubes = ccx * ccy * ccz
+        if cubes == 0:
+            return
+        values = []
+        for slot in ex.layout.slots:
+            kind = slot[0]
+            if kind == "ptr":
+                values.append(args[slot[1]].ctypes.data)
+            elif kind == "shape":
+                values.append(args[slot[1]].shape[slot[2]])
+            elif kind == "scalar":
+                values.append(args[slot[1]])
+            elif kind == "err":
+                err = (ctypes.c_int64 * ERR_WORDS)() if ex.has_oob else None
+                values.append(ctypes.addressof(err) if err is not None else 0)
+            else:
+                values.append({"ccx": ccx, "ccy": ccy, "ccz": ccz}[kind])
+        block = ctypes.create_string_buffer(8 * ex.nslots)
+        ex.struct.pack_into(block, 0, *values)
+        addr = ctypes.addressof(block)
+        threads = properties.compute_units
+        if threads <= 1 or cubes < 2 or cubes * ex.units < SERIAL_UNITS:
+            ex.run_range(addr, 0, cubes)
+        else:
+            chunks = min(cubes, threads * 4)
+            bounds = [cubes * i // chunks for i in range(chunks + 1)]
+            pool = self._pool(threads)
+            futures = [pool.submit(ex.run_range, addr, bounds[i], bounds[i + 1]) for i in range(1, chunks)]
+            ex.run_range(addr, bounds[0], bounds[1])
+            for f in futures:
+                f.result()
+        if err is not None and err[0]:
+            self._raise_oob(ex, kernel, err, cube_count, cube_dim)
+
+    @staticmethod
+    def _raise_oob(ex: Executable, kernel: Kernel, err, cube_count, cube_dim) -> None:
+        name, loc, nd = ex.layout.oob_sites[err[1]]
+        at = tuple(int(err[4 + j]) for j in range(nd))
+        shape = tuple(int(err[4 + MAX_OOB_DIMS + j]) for j in range(nd))
+
+        def coords(i, dims):
+            return (i % dims[0], i // dims[0] % dims[1], i // (dims[0] * dims[1]))
+        where = f"unit {coords(int(err[2]), cube_dim)} of cube {coords(int(err[3]), cube_count)}"
+        raise OutOfBoundsError(f"index {at} is out of bounds for array '{name}' of shape {shape} ({where})",
+                               kernel.name, loc)
+
+    def synchronize(self, properties=None) -> None:
+        pass
+
+
+BACKEND = CpuBackend()

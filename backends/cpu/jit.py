@@ -1,0 +1,178 @@
+"""llvmlite: target machine, optimization, object code, the on-disk cache and loading.
+
+Object code is cached in ``cubepy.settings.cache_dir()/cpu`` under the sha256 of the generated
+LLVM IR text (which has no process-dependent ids), the llvmlite and LLVM versions, the host CPU
+name and features, and this backend's codegen version. Entries are written to a temporary file
+and renamed into place (two processes compiling at once both succeed); an entry that fails its
+checksum or does not load is compiled again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+from cubepy import settings
+from cubepy.errors import BackendUnavailableError
+
+try:
+    import llvmlite
+    import llvmlite.binding as llvm
+except ImportError as e:  # pragma: no cover - the device reports one line
+    llvm = None
+    _IMPORT_ERROR = str(e)
+
+CODEGEN_VERSION = "cpu-1"
+_MAGIC = b"CUBEPYCPU1\n"
+
+# counters a test (or a curious user) can read: how much work this process did
+stats = {"compiles": 0, "disk_hits": 0, "disk_writes": 0, "corrupt": 0}
+
+_lock = threading.Lock()
+_state: dict = {}
+
+
+def init():
+    """Initialize LLVM once; return (target machine, host description)."""
+    if llvm is None:
+        raise BackendUnavailableError(f"the CPU backend needs llvmlite (pip install llvmlite): {_IMPORT_ERROR}")
+    with _lock:
+        if not _state:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            llvm.initialize_native_asmparser()
+            target = llvm.Target.from_default_triple()
+            cpu = llvm.get_host_cpu_name()
+            features = llvm.get_host_cpu_features().flatten()
+            def make_tm():
+                return target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="default",
+                                                    codemodel="jitdefault")
+            tm = make_tm()
+            _state.update(tm=tm, make_tm=make_tm, cpu=cpu, features=features, triple=target.triple,
+                          datalayout=str(tm.target_data))
+    return _state
+
+
+def host() -> dict:
+    return init()
+
+
+def simd_f32_lanes() -> int:
+    feats = set(host()["features"].split(","))
+    if "+avx512f" in feats:
+        return 16
+    if "+avx" in feats:
+        return 8
+    return 4
+
+
+def cache_key(llvm_ir: str) -> str:
+    st = init()
+    h = hashlib.sha256()
+    for part in (CODEGEN_VERSION, llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
+                 st["cpu"], st["features"], llvm_ir):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _cache_path(key: str) -> Path:
+    return settings.cache_dir() / "cpu" / key[:2] / f"{key}.o"
+
+
+def _read_cache(key: str) -> bytes | None:
+    path = _cache_path(key)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(_MAGIC) or len(data) < len(_MAGIC) + 64:
+        stats["corrupt"] += 1
+        return None
+    digest, payload = data[len(_MAGIC):len(_MAGIC) + 64], data[len(_MAGIC) + 64:]
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        stats["corrupt"] += 1
+        return None
+    return payload
+
+
+def _write_cache(key: str, obj: bytes) -> None:
+    path = _cache_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_MAGIC + hashlib.sha256(obj).hexdigest().encode() + obj)
+            os.replace(tmp, path)
+            stats["disk_writes"] += 1
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        pass  # a read-only or full cache directory only costs a recompile next time
+
+
+def optimize(llvm_ir: str):
+    """Parse and optimize (O3, vectorizers on); return the module."""
+    st = init()
+    if os.environ.get("CUBEPY_CPU_DUMP"):
+        Path(os.environ["CUBEPY_CPU_DUMP"]).write_text(llvm_ir)
+    mod = llvm.parse_assembly(llvm_ir)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pto.loop_interleaving = True
+    pb = llvm.create_pass_builder(st["tm"], pto)
+    pm = pb.getModulePassManager()
+    pm.run(mod, pb)
+    return mod
+
+
+def compile_object(llvm_ir: str) -> tuple[bytes, bool]:
+    """Object code for ``llvm_ir``: (bytes, came_from_disk)."""
+    key = cache_key(llvm_ir)
+    obj = _read_cache(key)
+    if obj is not None:
+        stats["disk_hits"] += 1
+        return obj, True
+    mod = optimize(llvm_ir)
+    obj = init()["tm"].emit_object(mod)
+    stats["compiles"] += 1
+    _write_cache(key, obj)
+    return obj, False
+
+
+class Loaded:
+    """Object code loaded into its own MCJIT engine (kept alive as long as this object)."""
+
+    def __init__(self, obj: bytes, symbol: str):
+        st = init()
+        empty = llvm.parse_assembly(f'target triple = "{st["triple"]}"\n')
+        # the engine takes ownership of (and frees) its target machine: give it its own
+        self.engine = llvm.create_mcjit_compiler(empty, st["make_tm"]())
+        self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        self.engine.finalize_object()
+        self.address = self.engine.get_function_address(symbol)
+        if not self.address:
+            raise RuntimeError(f"symbol {symbol} not found in the compiled object")
+
+
+def load(llvm_ir: str, symbol: str) -> tuple[Loaded, bool]:
+    obj, cached = compile_object(llvm_ir)
+    try:
+        return Loaded(obj, symbol), cached
+    except Exception:
+        if not cached:
+            raise
+        stats["corrupt"] += 1
+        _cache_path(cache_key(llvm_ir)).unlink(missing_ok=True)
+        return load(llvm_ir, symbol)

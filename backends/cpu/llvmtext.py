@@ -1,0 +1,120 @@
+"""LLVM IR text helpers: types, constants, a function emitter that tracks basic blocks."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from cubepy.ir.types import DType, Type
+
+_FLOAT = {16: "half", 32: "float", 64: "double"}
+_MANGLE = {"half": "f16", "float": "f32", "double": "f64", "bfloat": "bf16"}
+
+
+def scalar_type(d: DType, mem: bool = False) -> str:
+    """The LLVM type of one element: bool is i1 in registers and i8 in memory."""
+    if d.is_bool:
+        return "i8" if mem else "i1"
+    if d.is_float:
+        return "bfloat" if d.name == "bf16" else _FLOAT[d.bits]
+    return f"i{d.bits}"
+
+
+def ltype(t: Type, mem: bool = False) -> str:
+    s = scalar_type(t.dtype, mem)
+    return s if t.width == 1 else f"<{t.width} x {s}>"
+
+
+def mangle(t: Type, mem: bool = False) -> str:
+    """Intrinsic name suffix: f32, v4f32, i32, v8i16."""
+    s = scalar_type(t.dtype, mem)
+    s = _MANGLE.get(s, s)
+    return s if t.width == 1 else f"v{t.width}{s}"
+
+
+def scalar_const(value, d: DType) -> str:
+    if d.is_bool:
+        return "true" if bool(value) else "false"
+    if d.is_int:
+        v = int(value) & ((1 << d.bits) - 1)
+        if v >= 1 << (d.bits - 1):
+            v -= 1 << d.bits
+        return str(v)
+    v = float(value)
+    if d.bits == 16:
+        bits = int(np.array(v, np.float16).view(np.uint16))
+        return f"0xH{bits:04X}"
+    if d.bits == 32:
+        v = float(np.float32(v))
+    return f"0x{struct.unpack('<Q', struct.pack('<d', v))[0]:016X}"
+
+
+def const(t: Type, value) -> str:
+    """An LLVM constant of type ``t`` (a Line from one value, repeated, or from a sequence)."""
+    if t.width == 1:
+        if isinstance(value, (list, tuple, np.ndarray)):
+            value = list(np.ravel(value))[0]
+        return scalar_const(value, t.dtype)
+    vals = list(np.ravel(value)) if isinstance(value, (list, tuple, np.ndarray)) else [value] * t.width
+    if len(vals) == 1:
+        vals = vals * t.width
+    s = scalar_type(t.dtype)
+    return "<" + ", ".join(f"{s} {scalar_const(v, t.dtype)}" for v in vals) + ">"
+
+
+class Fn:
+    """One LLVM function body under construction.
+
+    ``block(label)`` starts a basic block (falling through from the previous one when it has no
+    terminator yet); code emitted after a terminator lands in a fresh unreachable block.
+    """
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.allocas: list[str] = []
+        self.n = 0
+        self.terminated = False
+
+    def tmp(self) -> str:
+        self.n += 1
+        return f"%t{self.n}"
+
+    def label(self, hint: str) -> str:
+        self.n += 1
+        return f"{hint}{self.n}"
+
+    def emit(self, text: str) -> None:
+        if self.terminated:
+            self.lines.append(f"{self.label('dead')}:")
+            self.terminated = False
+        self.lines.append("  " + text)
+
+    def op(self, text: str) -> str:
+        t = self.tmp()
+        self.emit(f"{t} = {text}")
+        return t
+
+    def br(self, label: str) -> None:
+        self.emit(f"br label %{label}")
+        self.terminated = True
+
+    def cbr(self, cond: str, a: str, b: str) -> None:
+        self.emit(f"br i1 {cond}, label %{a}, label %{b}")
+        self.terminated = True
+
+    def block(self, label: str) -> None:
+        if not self.terminated:
+            self.emit(f"br label %{label}")
+        self.lines.append(f"{label}:")
+        self.terminated = False
+
+    def alloca(self, ty: str, align: int = 16) -> str:
+        t = self.tmp()
+        self.allocas.append(f"  {t} = alloca {ty}, align {align}")
+        return t
+
+    def body(self) -> str:
+        if not self.terminated:
+            self.emit("ret void")
+        return "\n".join(["entry:"] + self.allocas + self.lines)

@@ -1,0 +1,350 @@
+"""CPU backend benchmarks: cubepy "cpu" vs numba (parallel) and C (gcc -O3 -march=native -fopenmp).
+
+    python benchmarks/cpu/bench_cpu.py [--reps 20] [--out benchmarks/cpu/results.json]
+
+Rows: triad/saxpy over 2^25 f32, a compute-bound polynomial, a sum reduction, the warm launch
+overhead of a 1024-element kernel, the cold compile of saxpy, and a fresh process launching with
+a warm disk cache. Each figure is the median of many repetitions. Rows whose competitor is not
+installed (numba, gcc) are skipped with a note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+import cubepy as cb
+from cubepy import Array, Mut, f32, i32
+
+N = 1 << 25
+POLY_N = 1 << 22
+POLY_ITERS = 64
+
+
+@cb.kernel(checked=False)
+def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = a * x[i] + y[i]
+
+
+@cb.kernel
+def saxpy_checked(x: Array[f32], y: Mut[Array[f32]], a: f32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = a * x[i] + y[i]
+
+
+@cb.kernel(checked=False)
+def poly(x: Array[f32], y: Mut[Array[f32]], iters: i32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        v = x[i]
+        acc = f32(0.0)
+        for _ in range(iters):
+            acc = acc * v + 0.5
+        y[i] = acc
+
+
+@cb.kernel(checked=False)
+def reduce_sum(x: Array[f32], out: Mut[Array[f32]], stride: i32):
+    sm = cb.SharedMemory(f32, 256)
+    t = cb.UNIT_POS_X
+    acc = f32(0.0)
+    for j in range(cb.ABSOLUTE_POS, len(x), stride):
+        acc += x[j]
+    sm[t] = acc
+    cb.sync_cube()
+    if t == 0:
+        s = f32(0.0)
+        for k in range(256):
+            s += sm[k]
+        out[cb.CUBE_POS_X] = s
+
+
+@cb.kernel(checked=False)
+def reduce_chunks(x: Array[f32], out: Mut[Array[f32]], chunk: i32):
+    sm = cb.SharedMemory(f32, 256)
+    t = cb.UNIT_POS_X
+    start = cb.ABSOLUTE_POS * chunk
+    stop = cb.min(start + chunk, len(x))
+    acc = f32(0.0)
+    for j in range(start, stop):
+        acc += x[j]
+    sm[t] = acc
+    cb.sync_cube()
+    if t == 0:
+        s = f32(0.0)
+        for k in range(256):
+            s += sm[k]
+        out[cb.CUBE_POS_X] = s
+
+
+C_SOURCE = r"""
+void triad(const float* restrict x, float* restrict y, float a, long n) {
+    #pragma omp parallel for simd schedule(static)
+    for (long i = 0; i < n; i++) y[i] = a * x[i] + y[i];
+}
+void poly(const float* restrict x, float* restrict y, long n, int iters) {
+    #pragma omp parallel for simd schedule(static)
+    for (long i = 0; i < n; i++) {
+        float v = x[i], acc = 0.0f;
+        for (int k = 0; k < iters; k++) acc = acc * v + 0.5f;
+        y[i] = acc;
+    }
+}
+float sum(const float* restrict x, long n) {
+    float s = 0.0f;
+    #pragma omp parallel for simd reduction(+:s) schedule(static)
+    for (long i = 0; i < n; i++) s += x[i];
+    return s;
+}
+"""
+
+
+def median_time(fn, reps: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+
+
+def build_c():
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix="cubepy-bench-"))
+        (tmp / "k.c").write_text(C_SOURCE)
+        subprocess.run(["gcc", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-o", str(tmp / "k.so"),
+                        str(tmp / "k.c")], check=True, capture_output=True)
+        lib = ctypes.CDLL(str(tmp / "k.so"))
+    except (OSError, subprocess.CalledProcessError) as e:
+        return None, f"gcc unavailable: {e}"
+    fp = ctypes.POINTER(ctypes.c_float)
+    lib.triad.argtypes = [fp, fp, ctypes.c_float, ctypes.c_long]
+    lib.poly.argtypes = [fp, fp, ctypes.c_long, ctypes.c_int]
+    lib.sum.argtypes = [fp, ctypes.c_long]
+    lib.sum.restype = ctypes.c_float
+    return lib, None
+
+
+def build_numba():
+    try:
+        import numba
+    except ImportError as e:
+        return None, f"numba unavailable: {e}"
+
+    @numba.njit(parallel=True, fastmath=False)
+    def triad(x, y, a):
+        for i in numba.prange(x.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    @numba.njit(parallel=True)
+    def total(x):
+        s = np.float32(0.0)
+        for i in numba.prange(x.shape[0]):
+            s += x[i]
+        return s
+
+    @numba.njit(parallel=True)
+    def poly_nb(x, y, iters):
+        for i in numba.prange(x.shape[0]):
+            v = x[i]
+            acc = np.float32(0.0)
+            for _ in range(iters):
+                acc = acc * v + np.float32(0.5)
+            y[i] = acc
+    return (triad, total, poly_nb), None
+
+
+def ptr(a):
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+
+
+FRESH = textwrap.dedent('''
+    import time
+    t0 = time.perf_counter()
+    import numpy as np
+    import cubepy as cb
+    from cubepy import f32, Array, Mut
+    from cubepy.backends import cpu
+
+    @cb.kernel(checked=False)
+    def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            y[i] = a * x[i] + y[i]
+
+    x = np.ones(1024, np.float32); y = np.ones(1024, np.float32)
+    dev = cb.device("cpu")
+    t1 = time.perf_counter()
+    saxpy[4, 256](x, y, 2.0, device=dev)
+    t2 = time.perf_counter()
+    print(t1 - t0, t2 - t1, cpu.stats["compiles"], cpu.stats["disk_hits"])
+''')
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
+    args = ap.parse_args()
+    reps = args.reps
+    dev = cb.device("cpu")
+    rows: list[dict] = []
+
+    def row(name, impl, seconds, note="", **extra):
+        r = {"benchmark": name, "impl": impl, "median_s": seconds, "note": note, **extra}
+        rows.append(r)
+        shown = f"{seconds * 1e3:10.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:10.2f} us"
+        print(f"{name:<28} {impl:<26} {shown}  {note}", flush=True)
+
+    clib, c_why = build_c()
+    nb, nb_why = build_numba()
+    rng = np.random.default_rng(0)
+
+    # --- triad / saxpy -----------------------------------------------------------------------
+    x = rng.random(N, dtype=np.float32)
+    y = rng.random(N, dtype=np.float32)
+    gb = 12 * N / 1e9
+    k = saxpy[N // 256, 256]
+    t = median_time(lambda: k(x, y, 2.0, device=dev), reps)
+    row("saxpy 2^25 f32", "cubepy cpu (unchecked)", t, f"{gb / t:.1f} GB/s")
+    kc = saxpy_checked[N // 256, 256]
+    t = median_time(lambda: kc(x, y, 2.0, device=dev), reps)
+    row("saxpy 2^25 f32", "cubepy cpu (checked)", t, f"{gb / t:.1f} GB/s")
+    if nb:
+        t = median_time(lambda: nb[0](x, y, np.float32(2.0)), reps)
+        row("saxpy 2^25 f32", "numba parallel", t, f"{gb / t:.1f} GB/s")
+    else:
+        row("saxpy 2^25 f32", "numba parallel", float("nan"), nb_why)
+    if clib:
+        px, py = ptr(x), ptr(y)
+        t = median_time(lambda: clib.triad(px, py, 2.0, N), reps)
+        row("saxpy 2^25 f32", "C -O3 -march=native omp", t, f"{gb / t:.1f} GB/s")
+    t = median_time(lambda: np.add(y, 2.0 * x, out=y), max(3, reps // 4))
+    row("saxpy 2^25 f32", "numpy", t, f"{gb / t:.1f} GB/s")
+
+    # --- compute-bound polynomial ----------------------------------------------------------
+    px_ = rng.random(POLY_N, dtype=np.float32)
+    py_ = np.zeros(POLY_N, np.float32)
+    flops = 2 * POLY_N * POLY_ITERS / 1e9
+    kp = poly[POLY_N // 256, 256]
+    t = median_time(lambda: kp(px_, py_, POLY_ITERS, device=dev), reps)
+    row("poly 2^22 x 64 fma", "cubepy cpu", t, f"{flops / t:.1f} GFLOP/s")
+    ref = py_.copy()
+    if clib:
+        t = median_time(lambda: clib.poly(ptr(px_), ptr(py_), POLY_N, POLY_ITERS), reps)
+        row("poly 2^22 x 64 fma", "C -O3 -march=native omp", t, f"{flops / t:.1f} GFLOP/s")
+        assert np.allclose(ref, py_, rtol=1e-4)
+    if nb:
+        t = median_time(lambda: nb[2](px_, py_, POLY_ITERS), reps)
+        row("poly 2^22 x 64 fma", "numba parallel", t, f"{flops / t:.1f} GFLOP/s")
+
+    # --- reduction -------------------------------------------------------------------------
+    cubes = 64 * (os.cpu_count() or 1)
+    partial = np.zeros(cubes, np.float32)
+    kr = reduce_sum[cubes, 256]
+
+    def cube_sum():
+        kr(x, partial, cubes * 256, device=dev)
+        return float(partial.sum(dtype=np.float64))
+    t = median_time(cube_sum, reps)
+    row("sum 2^25 f32", "cubepy cpu, grid-stride", t, f"{4 * N / 1e9 / t:.1f} GB/s")
+    assert abs(cube_sum() - float(x.sum(dtype=np.float64))) < 1e-3 * N
+    kch = reduce_chunks[cubes, 256]
+    chunk = -(-N // (cubes * 256))
+
+    def chunk_sum():
+        kch(x, partial, chunk, device=dev)
+        return float(partial.sum(dtype=np.float64))
+    t = median_time(chunk_sum, reps)
+    row("sum 2^25 f32", "cubepy cpu, chunk per unit", t, f"{4 * N / 1e9 / t:.1f} GB/s")
+    assert abs(chunk_sum() - float(x.sum(dtype=np.float64))) < 1e-3 * N
+    if nb:
+        t = median_time(lambda: nb[1](x), reps)
+        row("sum 2^25 f32", "numba parallel", t, f"{4 * N / 1e9 / t:.1f} GB/s")
+    if clib:
+        t = median_time(lambda: clib.sum(ptr(x), N), reps)
+        row("sum 2^25 f32", "C -O3 -march=native omp", t, f"{4 * N / 1e9 / t:.1f} GB/s")
+
+    # --- launch overhead -------------------------------------------------------------------
+    xs = np.ones(1024, np.float32)
+    ys = np.ones(1024, np.float32)
+    k1 = saxpy[4, 256]
+    n_launch = 20000
+    k1(xs, ys, 2.0, device=dev)
+
+    def many():
+        for _ in range(n_launch):
+            k1(xs, ys, 2.0, device=dev)
+    t = median_time(many, max(3, reps // 4), 1) / n_launch
+    row("launch 1024 elems (warm)", "cubepy cpu, full launch", t, "incl. the runtime's argument binding")
+    ir, ex = next(iter(saxpy._cache.values()))
+    be, props, bargs = dev.backend, dev.properties, [xs, ys, np.float32(2.0)]
+
+    def many_backend():
+        for _ in range(n_launch):
+            be.launch(ex, ir, (4, 1, 1), (256, 1, 1), bargs, props, {})
+    t = median_time(many_backend, max(3, reps // 4), 1) / n_launch
+    row("launch 1024 elems (warm)", "cubepy cpu, backend.launch", t, "excl. the runtime's argument binding")
+
+    # --- cold compile ------------------------------------------------------------------------
+    cold = []
+    old = os.environ.get("CUBEPY_CACHE_DIR")
+    for _ in range(max(3, reps // 4)):
+        with tempfile.TemporaryDirectory() as d:
+            os.environ["CUBEPY_CACHE_DIR"] = d
+            fresh = cb.kernel(checked=False)(saxpy.fn)
+            tt = time.perf_counter()
+            fresh[4, 256](xs, ys, 2.0, device=dev)
+            cold.append(time.perf_counter() - tt)
+    if old is None:
+        os.environ.pop("CUBEPY_CACHE_DIR", None)
+    else:
+        os.environ["CUBEPY_CACHE_DIR"] = old
+    row("cold compile saxpy", "cubepy cpu", statistics.median(cold), "trace + codegen + O3 + object + load")
+
+    # --- fresh process, warm disk cache --------------------------------------------------
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, CUBEPY_CACHE_DIR=d)
+        script = Path(d) / "fresh.py"
+        script.write_text(FRESH)
+        subprocess.run([sys.executable, str(script)], env=env, check=True, capture_output=True)
+        first_launch, wall, compiles = [], [], []
+        for _ in range(max(3, reps // 4)):
+            tt = time.perf_counter()
+            out = subprocess.run([sys.executable, str(script)], env=env, check=True, capture_output=True, text=True)
+            wall.append(time.perf_counter() - tt)
+            imp, launch, nc, hits = out.stdout.split()
+            first_launch.append(float(launch))
+            compiles.append(int(nc))
+    row("fresh process, warm cache", "first launch", statistics.median(first_launch),
+        f"compiles in child: {max(compiles)}")
+    row("fresh process, warm cache", "whole process", statistics.median(wall), "python start + import + launch")
+
+    info = {"device": repr(dev), "cpu_count": os.cpu_count(), "numpy": np.__version__, "rows": rows}
+    try:
+        import llvmlite
+        info["llvmlite"] = llvmlite.__version__
+    except ImportError:
+        pass
+    Path(args.out).write_text(json.dumps(info, indent=2))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

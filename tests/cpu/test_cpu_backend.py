@@ -1,0 +1,142 @@
+"""The CPU device itself: probe, options, source forms, fast math, the disk cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cpu_kernels import saxpy, tree_sum
+
+import cubepy as cb
+
+
+def test_probe_reports_real_properties():
+    dev = cb.device("cpu", plane_dim=4, threads=3)
+    p = dev.properties
+    assert p.backend == "cpu" and p.plane_dim == 4 and p.compute_units == 3
+    assert {"fp64", "fp16", "atomics", "plane_ops"} <= p.features and not p.supports("bf16")
+    assert cb.device("cpu").properties.plane_dim in (4, 8, 16)
+    assert cb.device("cpu").properties.compute_units == os.cpu_count()
+
+
+@pytest.mark.parametrize("bad", [0, 3, 128, "8", True])
+def test_bad_plane_dim(bad):
+    with pytest.raises(cb.ArgumentValueError, match="plane_dim"):
+        cb.device("cpu", plane_dim=bad)
+
+
+def test_bad_options():
+    with pytest.raises(cb.ArgumentValueError, match="threads"):
+        cb.device("cpu", threads=0)
+    with pytest.raises(cb.ArgumentValueError, match="unknown option"):
+        cb.device("cpu", warp=3)
+
+
+def test_source_forms():
+    x = np.ones(64, np.float32)
+    src = saxpy.source(x, x.copy(), 1.0, device="cpu", dim=64)
+    assert "define void @saxpy_entry" in src and "noalias readonly" in src
+    opt = saxpy.source(x, x.copy(), 1.0, device="cpu", dim=64, form="optimized")
+    assert "define" in opt
+    asm = saxpy.source(x, x.copy(), 1.0, device="cpu", dim=64, form="asm")
+    assert "saxpy_entry" in asm
+
+
+def test_fastmath_flags():
+    @cb.kernel(fastmath="algebraic")
+    def fm(x: cb.Array[cb.f32], y: cb.Mut[cb.Array[cb.f32]]):
+        i = cb.ABSOLUTE_POS
+        y[i] = x[i] * 2.0 + y[i]
+
+    x = np.ones(64, np.float32)
+    src = fm.source(x, x.copy(), device="cpu", dim=64)
+    assert "fmul reassoc contract arcp afn" in src and "nnan" not in src and "ninf" not in src
+    y = np.ones(64, np.float32)
+    fm[1, 64](x, y, device="cpu")
+    assert (y == 3).all()
+    plain = saxpy.source(x, x.copy(), 1.0, device="cpu", dim=64)
+    assert "reassoc" not in plain
+
+
+def test_shared_memory_limit_and_divergent_sync_are_errors():
+    @cb.kernel
+    def big(x: cb.Mut[cb.Array[cb.f32]]):
+        sm = cb.SharedMemory(cb.f32, 65536)
+        sm[cb.UNIT_POS_X] = 1.0
+        x[0] = sm[0]
+
+    with pytest.raises(cb.ArgumentValueError):
+        big[1, 32](np.zeros(1, np.float32), device="cpu")
+
+    @cb.kernel
+    def divergent(x: cb.Mut[cb.Array[cb.f32]]):
+        if x[cb.UNIT_POS_X] > 0:
+            cb.sync_cube()
+
+    with pytest.raises(cb.DivergenceError):
+        divergent[1, 32](np.zeros(32, np.float32), device="cpu")
+
+
+SCRIPT = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import cubepy as cb
+    from cubepy import f32, Array, Mut
+    from cubepy.backends import cpu
+
+    @cb.kernel
+    def add_one(x: Array[f32], y: Mut[Array[f32]]):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            y[i] = x[i] + 1.0
+
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros(100, np.float32)
+    add_one[2, 64](x, y, device="cpu")
+    assert (y == x + 1).all()
+    print(json.dumps(cpu.stats))
+''')
+
+
+def _run_script(tmp_path: Path, cache: Path) -> dict:
+    script = tmp_path / "second.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ, CUBEPY_CACHE_DIR=str(cache))
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_disk_cache_second_process_compiles_nothing(tmp_path):
+    cache = tmp_path / "cache"
+    first = _run_script(tmp_path, cache)
+    assert first["compiles"] == 1 and first["disk_writes"] == 1
+    second = _run_script(tmp_path, cache)
+    assert second["compiles"] == 0 and second["disk_hits"] == 1
+
+
+def test_corrupt_cache_entry_is_recompiled(tmp_path):
+    cache = tmp_path / "cache"
+    _run_script(tmp_path, cache)
+    entries = list(cache.rglob("*.o"))
+    assert len(entries) == 1
+    entries[0].write_bytes(entries[0].read_bytes()[:100] + b"garbage")
+    again = _run_script(tmp_path, cache)
+    assert again["compiles"] == 1 and again["corrupt"] == 1
+    assert _run_script(tmp_path, cache)["compiles"] == 0
+
+
+def test_in_process_cache_key_is_stable():
+    from cubepy.backends import cpu
+
+    x = np.ones(256, np.float32)
+    before = dict(cpu.stats)
+    tree_sum[1, 256](x, np.zeros(1, np.float32), np.int32(128), device=cb.device("cpu", plane_dim=2))
+    after = dict(cpu.stats)
+    assert after["compiles"] + after["disk_hits"] == before["compiles"] + before["disk_hits"] + 1
