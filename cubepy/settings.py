@@ -6,6 +6,7 @@
 | checked mode    | CUBEPY_CHECKED       | 1 (bounds-checked kernels)       |
 | cache directory | CUBEPY_CACHE_DIR     | ~/.cache/cubepy (XDG_CACHE_HOME) |
 | log level       | CUBEPY_LOG_LEVEL     | WARNING                          |
+| IR dump folder  | CUBEPY_DUMP_IR       | unset: every new specialization's IR is written there (text and pickle) |
 """
 
 from __future__ import annotations
@@ -34,3 +35,8 @@ def cache_dir() -> Path:
 
 def log_level() -> str:
     return os.environ.get("CUBEPY_LOG_LEVEL", "WARNING").upper()
+
+
+def dump_ir_dir() -> Path | None:
+    value = os.environ.get("CUBEPY_DUMP_IR", "").strip()
+    return Path(value) if value else None

@@ -56,6 +56,16 @@ def rng(request) -> np.random.Generator:
     return np.random.default_rng([_SEED, zlib.crc32(request.node.nodeid.encode())])
 
 
+_FEATURE_OF_DTYPE = {"float16": "fp16", "float64": "fp64", "bfloat16": "bf16"}
+
+
+def require_dtype(dev: cb.Device, dtype) -> None:
+    """Skip (with the reason) when the device lacks the feature a dtype needs, e.g. f16 on PoCL."""
+    feature = _FEATURE_OF_DTYPE.get(np.dtype(dtype).name)
+    if feature and not dev.properties.supports(feature):
+        pytest.skip(f"device {dev.name} has no {feature}")
+
+
 def poisoned(shape, dtype) -> np.ndarray:
     """An output buffer full of a value no kernel writes by accident (NaN, or a bit pattern)."""
     dtype = np.dtype(dtype)

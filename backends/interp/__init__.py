@@ -53,8 +53,8 @@ class InterpBackend:
         plane_dim = kernel.plane_dim or properties.plane_dim
         Launch(kernel, cube_count, cube_dim, list(args), plane_dim, bool((options or {}).get("races"))).run()
 
-    def synchronize(self) -> None:
-        pass
+    def synchronize(self, properties=None) -> None:
+        """Nothing is queued: every launch finished, and raised, before it returned."""
 
 
 BACKEND = InterpBackend()

@@ -200,6 +200,8 @@ class Ops:
         cond = self.truth(cond)
         if is_number(cond):
             return a if cond else b
+        if is_number(a) and is_number(b):
+            a = self.lift(a, self.lift(b).type if isinstance(b, float) else None)
         a, b = self.common(a, b)
         if cond.type.width not in (1, a.type.width):
             self.ctx.error(CubeTypeError, f"select condition of width {cond.type.width} does not match {a.type}")

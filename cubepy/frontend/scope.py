@@ -64,7 +64,7 @@ class Frame:
         self.globals = source.fn.__globals__
         self.closure = closure_vars(source.fn)
         self.base_depth = traced_depth
-        self.loops: list[tuple[str, int]] = []   # ("traced" | "static", depth at entry), innermost last
+        self.loops: list[tuple] = []   # ("traced" | "static", depth at entry, loop node), innermost last
 
 
 def closure_vars(fn) -> dict:

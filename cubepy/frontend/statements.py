@@ -141,7 +141,7 @@ class Statements:
                 user_var = self.new_user_var(node.target.id, id(node), Type(INDEX))
                 self.frame.scope[node.target.id] = user_var
             self.builder.op("for", (start, stop, step), blocks=(body,), var=counter)
-            self.frame.loops.append(("traced", self.traced_depth))
+            self.frame.loops.append(("traced", self.traced_depth, node))
             try:
                 with self.builder.at(body):
                     self.builder.store_var(user_var, self.builder.load_var(counter))
@@ -157,7 +157,7 @@ class Statements:
         return v
 
     def _static_loop(self, node, values):
-        self.frame.loops.append(("static", self.traced_depth))
+        self.frame.loops.append(("static", self.traced_depth, None))
         try:
             for value in values:
                 self.assign(node.target, value, node)
@@ -182,7 +182,7 @@ class Statements:
         body = Block()
         with self.traced_region(node, node.body + [node.test]):
             self.builder.op("loop", blocks=(body,))
-            self.frame.loops.append(("traced", self.traced_depth))
+            self.frame.loops.append(("traced", self.traced_depth, node))
             try:
                 with self.builder.at(body):
                     self.set_loc(node.test)
@@ -199,7 +199,7 @@ class Statements:
                 self.frame.loops.pop()
 
     def _static_while(self, node):
-        self.frame.loops.append(("static", self.traced_depth))
+        self.frame.loops.append(("static", self.traced_depth, node))
         try:
             for _ in range(MAX_STATIC_ITERATIONS):
                 cond = self.ops.truth(self.expr(node.test))
@@ -231,10 +231,14 @@ class Statements:
         loops = self.frame.loops
         if not loops:
             self.error(CubeSyntaxError, f"'{opcode}' outside a loop")
-        kind, depth = loops[-1]
+        kind, depth, loop_node = loops[-1]
         if kind == "traced":
             self.builder.op(opcode)
             return "terminated"
+        if self.traced_depth > depth and isinstance(loop_node, ast.While):
+            # `while True: ... if runtime_condition: break`: trace it again as a runtime loop.
+            self.widen[("runtime_while", id(loop_node))] = True
+            raise Retrace()
         if self.traced_depth > depth:
             self.error(CubeSyntaxError, f"'{opcode}' in an unrolled loop must not depend on a runtime condition")
         raise static_exc()

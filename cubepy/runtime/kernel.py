@@ -223,6 +223,9 @@ class KernelFunction:
             function_source(self.fn)
             kernel = trace_kernel(self.fn, spec, self.__name__)
             self.trace_count += 1
+            dump = settings.dump_ir_dir()
+            if dump is not None:
+                _dump_ir(dump, kernel)
             smem = kernel.shared_bytes
             if smem > dev.properties.shared_memory_per_cube:
                 raise ArgumentValueError(f"uses {smem} bytes of shared memory; device '{dev.name}' has "
@@ -233,6 +236,19 @@ class KernelFunction:
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel '{self.__name__}' is launched as {self.__name__}[cube_count, cube_dim](*args)")
+
+
+def _dump_ir(folder, kernel: Kernel) -> None:
+    """Write a specialization's IR as text and as a pickle (CUBEPY_DUMP_IR), named by its content."""
+    import hashlib
+    import pickle
+
+    text = print_kernel(kernel)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / f"{kernel.name}-p{kernel.plane_dim}-{digest}"
+    stem.with_suffix(".ir").write_text(text)
+    stem.with_suffix(".pkl").write_bytes(pickle.dumps(kernel))
 
 
 class CubeFunction:

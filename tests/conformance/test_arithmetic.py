@@ -5,7 +5,7 @@ import pytest
 
 import cubepy as cb
 from cubepy import Array, Mut, f32, f64, i32
-from tests.conftest import poisoned
+from tests.conftest import poisoned, require_dtype
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 FLOAT_DTYPES = ["float16", "float32", "float64"]
@@ -41,6 +41,7 @@ def binary_ops(a: Array, b: Array, add: Mut[Array], sub: Mut[Array], mul: Mut[Ar
 
 @pytest.mark.parametrize("dtype", INT_DTYPES + FLOAT_DTYPES)
 def test_binary_ops_match_numpy_including_integer_wraparound(dev, rng, dtype):
+    require_dtype(dev, dtype)
     n = 300
     a, b = _random(rng, dtype, n), _random(rng, dtype, n)
     outs = [poisoned(n, dtype) for _ in range(3)] + [poisoned(n, bool), poisoned(n, bool), poisoned(n, dtype)]
@@ -87,6 +88,7 @@ def float_floordiv(a: Array[f64], b: Array[f64], q: Mut[Array[f64]], r: Mut[Arra
 
 
 def test_float_floordiv_and_mod_follow_python(dev, rng):
+    require_dtype(dev, np.float64)
     n = 200
     a, b = rng.standard_normal(n) * 20, rng.standard_normal(n) * 3
     q, r = poisoned(n, np.float64), poisoned(n, np.float64)
@@ -171,6 +173,7 @@ def casts(x: Array[f32], to_i: Mut[Array[i32]], to_u8: Mut[Array], to_f64: Mut[A
 
 
 def test_casts_by_calling_a_dtype(dev, rng):
+    require_dtype(dev, np.float64)
     n = 100
     x = (rng.standard_normal(n) * 100).astype(np.float32)
     x[::7] = 0
@@ -209,6 +212,7 @@ def math_kernel(x: Array, out: Mut[Array]):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_math_functions(dev, rng, dtype):
     from math import erf
+    require_dtype(dev, dtype)
     n = 200
     x = (rng.standard_normal(n) * 3).astype(dtype)
     out = poisoned((16, n), dtype)

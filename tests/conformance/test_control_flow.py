@@ -224,3 +224,32 @@ def test_tuple_assignment_swaps(dev, rng):
     out = poisoned(100, np.int32)
     tuples.launch(1, 128, x, out, device=dev)
     np.testing.assert_array_equal(out, np.arange(100) * 1000 + x)
+
+
+@cb.kernel
+def while_true(x: Array[i32], out: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        steps = 0
+        v = x[i]
+        while True:                      # a runtime loop: it ends at a runtime break
+            if v <= 1:
+                break
+            v = v // 2 if v % 2 == 0 else 3 * v + 1
+            steps += 1
+        out[i] = steps * 10 + cb.select(x[i] > 5, 1, 0)
+
+
+def _collatz(v):
+    steps = 0
+    while v > 1:
+        v = v // 2 if v % 2 == 0 else 3 * v + 1
+        steps += 1
+    return steps
+
+
+def test_while_true_with_a_runtime_break_and_select_of_literals(dev, rng):
+    x = rng.integers(1, 200, 100).astype(np.int32)
+    out = poisoned(100, np.int32)
+    while_true.launch(1, 128, x, out, device=dev)
+    np.testing.assert_array_equal(out, [_collatz(int(v)) * 10 + int(v > 5) for v in x])

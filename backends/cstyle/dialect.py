@@ -1,0 +1,238 @@
+"""Dialects of C that GPU kernels are written in: CUDA C++, HIP C++ and OpenCL C.
+
+A `Dialect` is data only: spellings of qualifiers, builtins, types, barriers, atomics and plane
+(warp/wavefront/sub-group) primitives. The renderer (`renderer.py`) never asks which dialect it
+is rendering; everything that differs between targets is an attribute here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+# --- shared tables ------------------------------------------------------------------------
+
+_XYZW = (".x", ".y", ".z", ".w")
+_CUDA_TYPES = {
+    "bool_": "bool", "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",
+    "u8": "unsigned char", "u16": "unsigned short", "u32": "unsigned int", "u64": "unsigned long long",
+    "f16": "__half", "bf16": "__nv_bfloat16", "f32": "float", "f64": "double",
+}
+# CUDA's own vector types (CUDA 13 deprecates the 32-byte ones such as double4: those become structs).
+_CUDA_VECTORS = {
+    ("i8", 2): "char2", ("i8", 4): "char4", ("u8", 2): "uchar2", ("u8", 4): "uchar4",
+    ("i16", 2): "short2", ("i16", 4): "short4", ("u16", 2): "ushort2", ("u16", 4): "ushort4",
+    ("i32", 2): "int2", ("i32", 4): "int4", ("u32", 2): "uint2", ("u32", 4): "uint4",
+    ("f32", 2): "float2", ("f32", 4): "float4", ("i64", 2): "longlong2", ("u64", 2): "ulonglong2",
+    ("f64", 2): "double2",
+}
+_CUDA_CAS = {32: "atomicCAS((unsigned int*)({p}), {cmp}, {v})",
+             64: "atomicCAS((unsigned long long*)({p}), {cmp}, {v})"}
+
+
+def _cuda_atomics(min_max_i64: bool) -> dict[tuple[str, str], str]:
+    """Atomic read-modify-writes CUDA (and HIP) have as functions; the rest become CAS loops."""
+    t: dict[tuple[str, str], str] = {}
+    ull = "(long long){fn}((unsigned long long*)({{p}}), (unsigned long long)({{v}}))"
+    for op, fn in (("add", "atomicAdd"), ("min", "atomicMin"), ("max", "atomicMax"), ("and", "atomicAnd"),
+                   ("or", "atomicOr"), ("xor", "atomicXor"), ("exchange", "atomicExch")):
+        for d in ("i32", "u32", "u64"):
+            t[(op, d)] = f"{fn}({{p}}, {{v}})"
+        if op in ("add", "and", "or", "xor", "exchange"):
+            t[(op, "i64")] = ull.format(fn=fn)
+        elif min_max_i64:
+            t[(op, "i64")] = f"{fn}({{p}}, {{v}})"
+    t[("add", "f32")] = "atomicAdd({p}, {v})"
+    t[("add", "f64")] = "atomicAdd({p}, {v})"
+    t[("exchange", "f32")] = "atomicExch({p}, {v})"
+    for d in ("i32", "u32"):
+        t[("sub", d)] = "atomicSub({p}, {v})"
+    for d in ("i32", "u32", "u64"):
+        t[("cas", d)] = "atomicCAS({p}, {cmp}, {v})"
+    t[("cas", "i64")] = ("(long long)atomicCAS((unsigned long long*)({p}), (unsigned long long)({cmp}), "
+                         "(unsigned long long)({v}))")
+    return t
+
+
+_CUDA_MATH = {
+    "sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tanh": "tanh",
+    "erf": "erf", "floor": "floor", "ceil": "ceil", "abs": "fabs", "min": "fmin", "max": "fmax", "pow": "pow",
+    "fma": "fma", "fmod": "fmod", "copysign": "copysign",
+}
+
+_CUDA_PREAMBLE = """\
+#define CB_DEVICE static __device__ __forceinline__
+template <typename To, typename From> CB_DEVICE To cb_bitcast(From x) {
+  union { From f; To t; } u; u.f = x; return u.t;
+}
+"""
+
+_HIP_PREAMBLE = """\
+#include <hip/hip_runtime.h>
+#define CB_DEVICE static __device__ __forceinline__
+template <typename To, typename From> CB_DEVICE To cb_bitcast(From x) {
+  union { From f; To t; } u; u.f = x; return u.t;
+}
+"""
+
+_OPENCL_PREAMBLE = """\
+#define CB_DEVICE static inline
+"""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """Everything the renderer needs to know about one C dialect."""
+
+    name: str
+    preamble: str
+    kernel_prefix: str                     # before the kernel's name; {units} is the units per cube
+    device_fn: str                         # qualifier of helper functions
+    global_q: str                          # address space of global pointers ("" or "__global ")
+    shared_q: str                          # declaration of shared (cube) memory
+    local_q: str                           # address space of a pointer to shared memory in helpers
+    restrict: str                          # the restrict spelling on kernel pointer arguments
+    builtins: dict[str, str]               # unit_pos_x, cube_pos_x, cube_count_x, ... -> an int expression
+    barrier: str                           # sync_cube
+    types: dict[str, str]                  # dtype name -> C scalar type
+    vector_types: dict[tuple[str, int], str]
+    vector_elems: tuple[str, ...]          # element access of native vector types
+    struct_decl: str                       # a Line type with no native vector type: {name} {ctype} {width} {align}
+    int_suffix: dict[str, str]             # literal suffixes for i64/u32/u64
+    float_suffix: dict[str, str]           # math function suffix per float type (CUDA's sqrtf)
+    math: dict[str, str]                   # function names before the suffix
+    inf: str                               # +infinity of f32 (the renderer casts it to f64 where needed)
+    nan: str
+    atomics: dict[tuple[str, str], str]    # (op, dtype) -> native call with {p} {v} {cmp}
+    cas: dict[int, str]                    # word bits -> compare-and-swap call with {p} {cmp} {v}, returns old
+    bitcast: str                           # {to} {x}: reinterpret bits between types of one size
+    storage: dict[str, str] = field(default_factory=dict)  # dtype -> dtype held in memory, where it differs
+    param_storage: dict[str, str] = field(default_factory=dict)  # dtype -> dtype of a scalar kernel argument
+    # plane ops: "shuffle" (hardware shuffles and ballot) or "local" (emulated through shared memory)
+    plane_mode: str = "shuffle"
+    shfl: str = ""                         # {mask} {x} {lane} {width}: read x of lane
+    ballot: str = ""                       # {mask} {pred}: a word of bits of the lanes whose pred is true
+    shfl_dtypes: frozenset[str] = frozenset()
+    popcount: dict[int, str] = field(default_factory=dict)  # bits -> popcount call
+    local_barrier: str = ""                # barrier for the plane emulation ("local" mode)
+    extensions: tuple[str, ...] = ()       # #pragma lines for dtypes/atomics that need them
+    shared_static_limit: int | None = None  # bytes of static shared memory; above it dynamic shared memory
+    dynamic_shared: str = ""               # declaration of the dynamic shared memory array (bytes)
+    size_t: str = "size_t"
+    type_pragmas: dict[str, str] = field(default_factory=dict)  # dtype used -> the #include/#pragma it needs
+
+    def with_(self, **changes) -> Dialect:
+        return replace(self, **changes)
+
+
+CUDA = Dialect(
+    name="cuda",
+    preamble=_CUDA_PREAMBLE,
+    kernel_prefix='extern "C" __global__ void __launch_bounds__({units})',
+    device_fn="CB_DEVICE",
+    global_q="",
+    shared_q="__shared__ ",
+    local_q="",
+    restrict="__restrict__",
+    builtins={
+        **{f"unit_pos_{a}": f"((int)threadIdx.{a})" for a in "xyz"},
+        **{f"cube_pos_{a}": f"((int)blockIdx.{a})" for a in "xyz"},
+        **{f"cube_dim_{a}": f"((int)blockDim.{a})" for a in "xyz"},
+        **{f"cube_count_{a}": f"((int)gridDim.{a})" for a in "xyz"},
+    },
+    barrier="__syncthreads();",
+    types=_CUDA_TYPES,
+    vector_types=_CUDA_VECTORS,
+    vector_elems=_XYZW,
+    struct_decl="struct __align__({align}) {name} {{ {ctype} v[{width}]; }};",
+    int_suffix={"i64": "ll", "u32": "u", "u64": "ull"},
+    float_suffix={"f32": "f"},
+    math=_CUDA_MATH,
+    inf="__int_as_float(0x7f800000)",
+    nan="__int_as_float(0x7fffffff)",
+    atomics=_cuda_atomics(min_max_i64=True),
+    cas=_CUDA_CAS,
+    bitcast="cb_bitcast<{to}>({x})",
+    param_storage={"bool_": "u8", "f16": "f32", "bf16": "f32"},
+    type_pragmas={"f16": "#include <cuda_fp16.h>", "bf16": "#include <cuda_bf16.h>"},
+    shfl="__shfl_sync({mask}, {x}, {lane}, {width})",
+    ballot="__ballot_sync({mask}, {pred})",
+    shfl_dtypes=frozenset({"i32", "u32", "i64", "u64", "f32", "f64"}),
+    popcount={32: "__popc({x})", 64: "__popcll({x})"},
+    shared_static_limit=48 * 1024,
+    dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
+)
+
+HIP = CUDA.with_(
+    name="hip",
+    preamble=_HIP_PREAMBLE,
+    types={**_CUDA_TYPES, "bf16": "hip_bfloat16"},
+    type_pragmas={"f16": "#include <hip/hip_fp16.h>", "bf16": "#include <hip/hip_bfloat16.h>"},
+    atomics=_cuda_atomics(min_max_i64=False),
+    # The wave-wide forms that every ROCm release has: __ballot gives a 64-bit mask on wave32
+    # and wave64 alike; planes are whole waves, so the mask argument is not needed.
+    shfl="__shfl({x}, {lane}, {width})",
+    ballot="((unsigned long long)__ballot({pred}))",
+    shfl_dtypes=frozenset({"i32", "u32", "i64", "u64", "f32", "f64"}),
+    inf="__int_as_float(0x7f800000)",
+    nan="__int_as_float(0x7fffffff)",
+    shared_static_limit=64 * 1024,
+    dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
+)
+
+_OCL_TYPES = {
+    "bool_": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
+    "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
+    "f16": "half", "f32": "float", "f64": "double",
+}
+_OCL_VECTORS = {(d, w): f"{t}{w}" for d, t in _OCL_TYPES.items() if d != "bool_" for w in (2, 4, 8, 16)}
+_OCL_ATOMICS: dict[tuple[str, str], str] = {}
+for _op, _fn in (("add", "add"), ("sub", "sub"), ("min", "min"), ("max", "max"), ("and", "and"), ("or", "or"),
+                 ("xor", "xor"), ("exchange", "xchg")):
+    for _d in ("i32", "u32"):
+        _OCL_ATOMICS[(_op, _d)] = f"atomic_{_fn}({{p}}, {{v}})"
+    for _d in ("i64", "u64"):
+        _OCL_ATOMICS[(_op, _d)] = f"atom_{_fn}({{p}}, {{v}})"
+_OCL_ATOMICS[("exchange", "f32")] = "atomic_xchg({p}, {v})"
+for _d in ("i32", "u32"):
+    _OCL_ATOMICS[("cas", _d)] = "atomic_cmpxchg({p}, {cmp}, {v})"
+for _d in ("i64", "u64"):
+    _OCL_ATOMICS[("cas", _d)] = "atom_cmpxchg({p}, {cmp}, {v})"
+
+OPENCL = Dialect(
+    name="opencl",
+    preamble=_OPENCL_PREAMBLE,
+    kernel_prefix="__kernel __attribute__((reqd_work_group_size({dims}))) void",
+    device_fn="CB_DEVICE",
+    global_q="__global ",
+    shared_q="__local ",
+    local_q="__local ",
+    restrict="restrict",
+    builtins={
+        **{f"unit_pos_{a}": f"((int)get_local_id({i}))" for i, a in enumerate("xyz")},
+        **{f"cube_pos_{a}": f"((int)get_group_id({i}))" for i, a in enumerate("xyz")},
+        **{f"cube_dim_{a}": f"((int)get_local_size({i}))" for i, a in enumerate("xyz")},
+        **{f"cube_count_{a}": f"((int)get_num_groups({i}))" for i, a in enumerate("xyz")},
+    },
+    barrier="barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
+    types=_OCL_TYPES,
+    vector_types=_OCL_VECTORS,
+    vector_elems=tuple(f".s{i:x}" for i in range(16)),
+    struct_decl="typedef struct __attribute__((aligned({align}))) {{ {ctype} v[{width}]; }} {name};",
+    int_suffix={"i64": "L", "u32": "u", "u64": "UL"},
+    float_suffix={},
+    math={**_CUDA_MATH},
+    inf="INFINITY",
+    nan="NAN",
+    atomics=_OCL_ATOMICS,
+    cas={32: "atomic_cmpxchg({p}, {cmp}, {v})", 64: "atom_cmpxchg({p}, {cmp}, {v})"},
+    bitcast="as_{to}({x})",
+    storage={"bool_": "u8"},
+    param_storage={"bool_": "u8", "f16": "f32"},
+    plane_mode="local",
+    popcount={32: "popcount({x})", 64: "popcount({x})"},
+    local_barrier="barrier(CLK_LOCAL_MEM_FENCE);",
+    type_pragmas={"f64": "#pragma OPENCL EXTENSION cl_khr_fp64 : enable",
+                  "f16": "#pragma OPENCL EXTENSION cl_khr_fp16 : enable"},
+    extensions=("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable",
+                "#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable"),
+)

@@ -1,0 +1,278 @@
+"""CUDA backend (CuPy, imported lazily): CUDA C++ from the shared C-style renderer, NVRTC-compiled.
+
+- compile: NVRTC for the device's own architecture (``sm_XY`` cubin); cubins are kept on disk
+  under ``$CUBEPY_CACHE_DIR/cuda`` (default ``~/.cache/cubepy/cuda``) keyed by sha256 of the
+  source, architecture, options and CUDA version (CuPy's own kernel cache is the fallback path).
+- launch: a plan made once per specialization turns arguments into kernel arguments; the kernel
+  runs on CuPy's current stream. NumPy arrays move by type (Array: to the device only; Mut: there
+  and back, into the same NumPy array, after the launch). Device arrays (CuPy arrays, anything
+  with ``__cuda_array_interface__`` such as torch CUDA tensors, or DLPack) are used in place.
+- out of bounds: the device-side error record is read only when the host waits anyway (a Mut
+  NumPy argument is copied back) or at ``synchronize()``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
+from cubepy.ir.nodes import Kernel
+from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
+from cubepy.runtime.properties import DeviceProperties
+
+from ..cstyle import CUDA, Rendered, empty_record, oob_error, render
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        raise BackendUnavailableError("CuPy is not installed (pip install cupy-cuda12x)") from None
+    return cupy
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("CUBEPY_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "cubepy")
+    return Path(root) / "cuda"
+
+
+def is_device_array(a) -> bool:
+    """Whether ``a`` already lives on a CUDA device (CuPy, __cuda_array_interface__, DLPack)."""
+    if isinstance(a, np.ndarray):
+        return False
+    if hasattr(a, "__cuda_array_interface__"):
+        return True
+    dl = getattr(a, "__dlpack_device__", None)
+    if dl is not None:
+        try:
+            return int(dl()[0]) in (2, 3, 13)      # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
+        except Exception:
+            return False
+    return False
+
+
+@dataclass
+class Executable:
+    rendered: Rendered
+    function: Any
+    module: Any
+    key: str
+    device_index: int
+    error: Any = None                   # cupy int32 array, the error record
+    plan: list = field(default_factory=list)
+
+
+def _describe_cupy(a) -> DeviceArray:
+    if not a.flags.c_contiguous:
+        raise NotContiguous(f"strides {a.strides}")
+    return DeviceArray(a, a.data.ptr, a.shape, a.dtype, False, "cuda")
+
+
+def _cupy_facts(a) -> tuple:
+    return (a.dtype, a.ndim, a.flags.c_contiguous)
+
+
+def _as_cupy(cp, a: DeviceArray):
+    """A CuPy view of a device array with the shape the runtime gave it (Lines add an axis)."""
+    owner = a.owner
+    base = owner if isinstance(owner, cp.ndarray) else cp.asarray(owner)
+    return base if base.shape == a.shape else base.reshape(a.shape)
+
+
+class CudaBackend:
+    name = "cuda"
+    device_array_platforms = frozenset({"cuda"})
+
+    def __init__(self):
+        self._devices: dict[DeviceProperties, int] = {}
+        self._pending: list[Executable] = []
+
+    # --- devices ------------------------------------------------------------------------
+
+    def probe(self, index: int = 0, **_) -> DeviceProperties:
+        cp = _cupy()
+        register_device_array(cp.ndarray, _describe_cupy, _cupy_facts)
+        try:
+            count = cp.cuda.runtime.getDeviceCount()
+        except Exception as e:
+            raise BackendUnavailableError(f"no CUDA GPU: {str(e).splitlines()[0]}") from None
+        if count == 0:
+            raise BackendUnavailableError("no CUDA GPU")
+        if not 0 <= index < count:
+            raise ArgumentValueError(f"CUDA device index {index} is out of range ({count} GPUs)")
+        dev = cp.cuda.Device(index)
+        a = dev.attributes
+        cc = int(dev.compute_capability)
+        raw = cp.cuda.runtime.getDeviceProperties(index)["name"]
+        name = raw.decode() if isinstance(raw, bytes) else str(raw)
+        features = {"gpu", "fp16", "fp64", "plane_ops", "atomics", "atomic_f32_add"}
+        if cc >= 80:
+            features.add("bf16")
+        props = DeviceProperties(
+            name=f"{name} [{index}] sm_{cc}", backend=self.name, plane_dim=int(a["WarpSize"]),
+            plane_size_min=int(a["WarpSize"]), plane_size_max=int(a["WarpSize"]),
+            max_units_per_cube=int(a["MaxThreadsPerBlock"]),
+            max_cube_dim=(int(a["MaxBlockDimX"]), int(a["MaxBlockDimY"]), int(a["MaxBlockDimZ"])),
+            max_cube_count=(int(a["MaxGridDimX"]), int(a["MaxGridDimY"]), int(a["MaxGridDimZ"])),
+            shared_memory_per_cube=int(a.get("MaxSharedMemoryPerBlockOptin", a["MaxSharedMemoryPerBlock"])),
+            vector_widths=(1, 2, 4, 8, 16), compute_units=int(a["MultiProcessorCount"]),
+            features=frozenset(features))
+        self._devices[props] = index
+        return props
+
+    # --- compile ------------------------------------------------------------------------
+
+    def render(self, kernel: Kernel, properties: DeviceProperties | None = None) -> Rendered:
+        return render(kernel, CUDA)
+
+    def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
+        cp = _cupy()
+        index = self._devices.get(properties, 0)
+        rendered = self.render(kernel, properties)
+        with cp.cuda.Device(index):
+            arch = str(cp.cuda.Device(index).compute_capability)
+            options = ("--std=c++17", f"--gpu-architecture=sm_{arch}", "-default-device")
+            version = str(cp.cuda.runtime.runtimeGetVersion())
+            key = hashlib.sha256("\0".join((rendered.source, arch, version, *options)).encode()).hexdigest()
+            module = self._load(cp, rendered, options, key)
+            try:
+                function = module.get_function(rendered.name)
+            except Exception as e:
+                raise CompileError(f"NVRTC rejected the generated CUDA code: {e}", kernel.name) from None
+            if rendered.dynamic_shared_bytes:     # opt in to more than 48 KiB of shared memory
+                drv = cp.cuda.driver
+                drv.funcSetAttribute(function.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     rendered.dynamic_shared_bytes)
+            exe = Executable(rendered, function, module, key, index)
+            if rendered.sites:
+                exe.error = cp.zeros(len(empty_record()), cp.int32)
+        return exe
+
+    def _load(self, cp, rendered: Rendered, options, key: str):
+        """The module from our on-disk cubin cache; NVRTC on a miss; CuPy's RawModule as a fallback."""
+        path = cache_dir() / f"{key}.cubin"
+        if path.exists():
+            try:
+                return cp.RawModule(path=str(path))
+            except Exception:
+                path.unlink(missing_ok=True)
+        try:
+            from cupy_backends.cuda.libs import nvrtc
+
+            prog = nvrtc.createProgram(rendered.source, f"{rendered.name}.cu", [], [])
+            try:
+                nvrtc.compileProgram(prog, list(options) + _include_options(cp))
+                cubin = nvrtc.getCUBIN(prog)
+            finally:
+                nvrtc.destroyProgram(prog)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(cubin)
+            os.replace(tmp, path)
+            return cp.RawModule(path=str(path))
+        except Exception:       # let CuPy compile it (its own cache, its own include paths)
+            try:
+                return cp.RawModule(code=rendered.source, options=tuple(o for o in options if "architecture" not in o))
+            except Exception as e:
+                raise CompileError(f"NVRTC rejected the generated CUDA code: {e}", rendered.name) from None
+
+    def source(self, kernel: Kernel, executable: Executable | None, properties: DeviceProperties, form: str) -> str:
+        return executable.rendered.source if executable is not None else self.render(kernel).source
+
+    # --- launch -------------------------------------------------------------------------
+
+    def launch(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, args: list,
+               properties: DeviceProperties, options: dict) -> None:
+        cp = _cupy()
+        params = kernel.params
+        values, copy_back = [], []
+        device_args: dict[int, Any] = {}
+        r = executable.rendered
+        for slot in r.args:
+            kind = slot.kind
+            if kind == "buffer":
+                a = args[slot.param]
+                if isinstance(a, np.ndarray):
+                    d = cp.asarray(a.view(np.uint8) if a.dtype == np.bool_ else a)
+                    if params[slot.param].mutable and a.size:
+                        copy_back.append((a, d))
+                elif isinstance(a, DeviceArray):
+                    d = _as_cupy(cp, a)
+                elif isinstance(a, cp.ndarray):
+                    d = a
+                else:
+                    d = cp.asarray(a) if hasattr(a, "__cuda_array_interface__") else cp.from_dlpack(a)
+                need = r.alignments.get(slot.param, 1)
+                if d.size and d.data.ptr % need:
+                    raise ArgumentValueError(f"argument '{params[slot.param].name}' starts at an address not "
+                                             f"aligned to {need} bytes, which its Line loads need", kernel.name)
+                if not d.flags.c_contiguous:
+                    raise ArgumentValueError(f"argument '{params[slot.param].name}' is not C-contiguous",
+                                             kernel.name)
+                device_args[slot.param] = d
+                values.append(d)
+            elif kind == "shape":
+                shape = device_args[slot.param].shape
+                if params[slot.param].type.width > 1:
+                    shape = shape[:-1]
+                values.append(np.int32(shape[slot.dim]))
+            elif kind == "scalar":
+                values.append(np.dtype(slot.numpy).type(args[slot.param]))
+            else:
+                values.append(executable.error)
+        with cp.cuda.Device(executable.device_index):
+            executable.function(tuple(int(c) for c in cube_count), tuple(int(d) for d in cube_dim), tuple(values),
+                                shared_mem=r.dynamic_shared_bytes)
+            if executable.error is not None and executable not in self._pending:
+                self._pending.append(executable)
+            if copy_back:                 # the host waits for these results: check the record then
+                for host, d in copy_back:
+                    d.get(out=host.view(np.uint8) if host.dtype == np.bool_ else host)
+                self._check_errors()
+
+    def synchronize(self, properties: DeviceProperties | None = None) -> None:
+        cp = _cupy()
+        cp.cuda.get_current_stream().synchronize()
+        self._check_errors()
+
+    def _check_errors(self) -> None:
+        pending, self._pending = self._pending, []
+        first = None
+        for exe in pending:
+            record = exe.error.get()
+            if record[0]:
+                exe.error.fill(0)
+                first = first or oob_error(record, exe.rendered.sites, exe.rendered.name)
+        if first is not None:
+            raise first
+
+
+def _include_options(cp) -> list[str]:
+    """Include paths NVRTC needs for cuda_fp16.h/cuda_bf16.h (CUDA's own, or the copies CuPy ships)."""
+    out = []
+    try:
+        cuda_path = cp.cuda.get_cuda_path()
+        if cuda_path and os.path.isdir(os.path.join(cuda_path, "include")):
+            out.append(f"-I{os.path.join(cuda_path, 'include')}")
+    except Exception:
+        pass
+    inc = Path(cp.__file__).parent / "_core" / "include"
+    if inc.is_dir():
+        out.append(f"-I{inc}")
+        ver = cp.cuda.runtime.runtimeGetVersion()
+        for cand in (inc / "cupy" / "_cuda" / f"cuda-{ver // 1000}.{ver % 1000 // 10}",
+                     inc / "cupy" / "_cuda" / f"cuda-{ver // 1000}"):
+            if cand.is_dir():
+                out.append(f"-I{cand}")
+    return out
+
+
+BACKEND = CudaBackend()
+
+__all__ = ["BACKEND", "CudaBackend", "Executable", "cache_dir", "is_device_array"]

@@ -1,0 +1,207 @@
+"""OpenCL backend (pyopencl, imported lazily): OpenCL C from the shared C-style renderer.
+
+Plane operations are emulated through local memory with the plane size the device reports (the
+preferred work-group size multiple of a probe kernel, or ``plane_dim=`` given to
+``cb.device("opencl", plane_dim=...)``). Emulated plane ops use work-group barriers, so on this
+backend they must be reached by every unit of the cube (cube-uniform control flow).
+
+Arguments: NumPy arrays are copied in (and Mut ones back, into the same array, after the
+launch); ``pyopencl.array.Array`` arguments are used in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
+from cubepy.ir.nodes import Buffer, Kernel
+from cubepy.runtime.properties import DeviceProperties
+
+from ..cstyle import OPENCL, Rendered, empty_record, oob_error, render
+
+
+def _cl():
+    try:
+        import pyopencl as cl
+    except ImportError:
+        raise BackendUnavailableError("pyopencl is not installed (pip install pyopencl; "
+                                      "pocl-binary-distribution gives a CPU device)") from None
+    return cl
+
+
+@dataclass
+class _DeviceState:
+    cl_device: Any
+    context: Any
+    queue: Any
+
+
+@dataclass
+class Executable:
+    rendered: Rendered
+    program: Any
+    kernel: Any
+    state: _DeviceState
+    error_buffer: Any = None
+    name: str = ""
+    pending: bool = False
+    arg_cache: list = field(default_factory=list)
+
+
+class OpenCLBackend:
+    name = "opencl"
+
+    def __init__(self):
+        self._states: dict[DeviceProperties, _DeviceState] = {}
+        self._pending: list[Executable] = []
+
+    # --- devices ------------------------------------------------------------------------
+
+    def probe(self, index: int = 0, platform: int | None = None, plane_dim: int | None = None, **_) -> DeviceProperties:
+        cl = _cl()
+        try:
+            platforms = cl.get_platforms()
+        except Exception as e:  # no ICD loader or no platform
+            raise BackendUnavailableError(f"no OpenCL platform: {str(e).splitlines()[0]}") from None
+        found = [(pi, d) for pi, p in enumerate(platforms) if platform is None or pi == platform
+                 for d in p.get_devices()]
+        if not found:
+            raise BackendUnavailableError("no OpenCL device found")
+        if not 0 <= index < len(found):
+            raise ArgumentValueError(f"OpenCL device index {index} is out of range (found {len(found)})")
+        pi, dev = found[index]
+        ctx = cl.Context([dev])
+        queue = cl.CommandQueue(ctx, dev)
+        ext = set(dev.extensions.split())
+        if plane_dim is None:
+            prog = cl.Program(ctx, "__kernel void cb_probe(__global int* x) { x[get_global_id(0)] = 0; }").build()
+            mult = prog.cb_probe.get_work_group_info(cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                                                     dev)
+            plane_dim = 1 << (max(1, min(64, int(mult))).bit_length() - 1)
+        elif isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
+                1 <= plane_dim <= 64 and plane_dim & (plane_dim - 1) == 0):
+            raise ArgumentValueError(f"OpenCL plane_dim must be a power of two from 1 to 64, got {plane_dim!r}")
+        features = {"plane_ops", "atomics"}
+        if dev.type & cl.device_type.GPU:
+            features.add("gpu")
+        if "cl_khr_fp64" in ext or dev.double_fp_config:
+            features.add("fp64")
+        if "cl_khr_fp16" in ext:
+            features.add("fp16")
+        sizes = tuple(int(s) for s in dev.max_work_item_sizes) + (1, 1)
+        props = DeviceProperties(
+            name=f"{dev.name.strip()} [{pi}:{index}]", backend=self.name, plane_dim=plane_dim,
+            plane_size_min=plane_dim, plane_size_max=plane_dim,
+            max_units_per_cube=int(dev.max_work_group_size), max_cube_dim=sizes[:3],
+            max_cube_count=(2**31 - 1, 2**31 - 1, 2**31 - 1),
+            shared_memory_per_cube=int(dev.local_mem_size) - 8 * int(dev.max_work_group_size),
+            vector_widths=(1, 2, 4, 8, 16), compute_units=int(dev.max_compute_units),
+            features=frozenset(features))
+        self._states[props] = _DeviceState(dev, ctx, queue)
+        return props
+
+    def _state(self, properties: DeviceProperties) -> _DeviceState:
+        state = self._states.get(properties)
+        if state is None:
+            raise BackendUnavailableError(f"OpenCL device '{properties.name}' was not probed in this process")
+        return state
+
+    # --- compile ------------------------------------------------------------------------
+
+    def render(self, kernel: Kernel, properties: DeviceProperties | None = None) -> Rendered:
+        return render(kernel, OPENCL)
+
+    def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
+        cl = _cl()
+        state = self._state(properties)
+        rendered = self.render(kernel, properties)
+        try:
+            program = cl.Program(state.context, rendered.source).build()
+        except cl.RuntimeError as e:
+            raise CompileError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
+        exe = Executable(rendered, program, getattr(program, rendered.name), state,
+                         name=hashlib.sha256(rendered.source.encode()).hexdigest()[:12])
+        if rendered.sites:
+            exe.error_buffer = cl.Buffer(state.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                                         hostbuf=empty_record())
+        return exe
+
+    def source(self, kernel: Kernel, executable: Executable | None, properties: DeviceProperties, form: str) -> str:
+        return executable.rendered.source if executable is not None else self.render(kernel).source
+
+    # --- launch -------------------------------------------------------------------------
+
+    def launch(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, args: list,
+               properties: DeviceProperties, options: dict) -> None:
+        cl = _cl()
+        state = executable.state
+        ctx, queue = state.context, state.queue
+        params = kernel.params
+        values, copy_back = [], []
+        buffers: dict[int, Any] = {}
+        for slot in executable.rendered.args:
+            if slot.kind == "buffer":
+                arr = args[slot.param]
+                buf_param = params[slot.param]
+                if isinstance(arr, np.ndarray):
+                    host = arr if arr.dtype != np.bool_ else arr.view(np.uint8)
+                    flags = cl.mem_flags.READ_WRITE if buf_param.mutable else cl.mem_flags.READ_ONLY
+                    if host.nbytes == 0:
+                        dev = cl.Buffer(ctx, flags, size=16)
+                    else:
+                        dev = cl.Buffer(ctx, flags | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+                        if buf_param.mutable:
+                            copy_back.append((host, dev))
+                else:  # a pyopencl.array.Array (or anything with .data a cl.Buffer): in place
+                    dev = getattr(arr, "base_data", None) or arr.data
+                buffers[slot.param] = arr
+                values.append(dev)
+            elif slot.kind == "shape":
+                values.append(np.int32(_shape_of(args[slot.param], params[slot.param])[slot.dim]))
+            elif slot.kind == "scalar":
+                values.append(np.dtype(slot.numpy).type(args[slot.param]))
+            else:
+                values.append(executable.error_buffer)
+        executable.kernel.set_args(*values)
+        gsize = tuple(int(c) * int(d) for c, d in zip(cube_count, cube_dim))
+        cl.enqueue_nd_range_kernel(queue, executable.kernel, gsize, tuple(int(d) for d in cube_dim))
+        for host, dev in copy_back:
+            cl.enqueue_copy(queue, host, dev, is_blocking=False)
+        if executable.error_buffer is not None and executable not in self._pending:
+            self._pending.append(executable)
+        if copy_back:          # the host needs the results now: the queue drains anyway
+            queue.finish()
+            self._check_errors(kernel)
+
+    def synchronize(self, properties: DeviceProperties | None = None) -> None:
+        for state in self._states.values():
+            state.queue.finish()
+        self._check_errors(None)
+
+    def _check_errors(self, kernel: Kernel | None) -> None:
+        cl = _cl()
+        pending, self._pending = self._pending, []
+        first = None
+        for exe in pending:
+            record = empty_record()
+            cl.enqueue_copy(exe.state.queue, record, exe.error_buffer, is_blocking=True)
+            if record[0]:
+                cl.enqueue_copy(exe.state.queue, exe.error_buffer, empty_record(), is_blocking=True)
+                err = oob_error(record, exe.rendered.sites, exe.rendered.name)
+                first = first or err
+        if first is not None:
+            raise first
+
+
+def _shape_of(arr, buf: Buffer) -> tuple[int, ...]:
+    shape = tuple(int(s) for s in arr.shape)
+    return shape[:-1] if buf.type.width > 1 else shape
+
+
+BACKEND = OpenCLBackend()
+
+__all__ = ["BACKEND", "Executable", "OpenCLBackend"]

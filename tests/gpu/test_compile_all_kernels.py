@@ -1,0 +1,73 @@
+"""Every kernel of the conformance suite and of the examples, rendered for CUDA and HIP and
+compiled with the vendor compilers: nvcc for sm_90 (plane size 32) and Debian's hipcc for gfx90a
+(a wave64 part: plane size 64, and 32 for the examples, which run at the default plane size).
+
+The kernels are collected by running the conformance suite and the examples on the interpreter
+with CUBEPY_DUMP_IR set, so new tests are covered without listing them here. A missing compiler
+skips its test, unless CUBEPY_REQUIRE_TOOLCHAINS=1 (set by CI) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from conftest import missing_toolchain
+from cubepy.backends.cstyle import CUDA, HIP, render
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _compiler(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        missing_toolchain(f"{name} is not on PATH")
+    return path
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory) -> list:
+    folder = tmp_path_factory.mktemp("ir")
+    env = dict(os.environ, CUBEPY_DUMP_IR=str(folder), CUBEPY_TEST_DEVICES="interp", CUBEPY_DEVICE="interp")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/conformance",
+                          "tests/examples"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    found = [pickle.loads(p.read_bytes()) for p in sorted(folder.glob("*.pkl"))]
+    assert len(found) > 100, f"only {len(found)} specializations were recorded"
+    return found
+
+
+def _compile(kernels, dialect, command, suffix, tmp_path, env=None):
+    def one(item):
+        index, kernel = item
+        path = tmp_path / f"{kernel.name}_{index}{suffix}"
+        path.write_text(render(kernel, dialect).source)
+        done = subprocess.run([*command, "-c", str(path), "-o", f"{path}.o"], capture_output=True, text=True,
+                              env=env, timeout=600)
+        return path.name, done.returncode, done.stderr[-2000:]
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = list(pool.map(one, enumerate(kernels)))
+    failed = [f"{name}:\n{err}" for name, rc, err in results if rc != 0]
+    assert not failed, f"{len(failed)} of {len(results)} failed:\n\n" + "\n\n".join(failed[:5])
+
+
+def test_every_conformance_and_example_kernel_compiles_as_cuda_for_sm90(kernels, tmp_path):
+    nvcc = _compiler("nvcc")
+    chosen = [k for k in kernels if k.plane_dim == 32]
+    _compile(chosen, CUDA, [nvcc, "-arch=sm_90", "-std=c++17", "-w"], ".cu", tmp_path)
+
+
+def test_every_conformance_and_example_kernel_compiles_as_hip_for_gfx90a(kernels, tmp_path):
+    hipcc = _compiler("hipcc")
+    wave64 = [k for k in kernels if k.plane_dim == 64]
+    names64 = {k.name for k in wave64}
+    rest = [k for k in kernels if k.plane_dim == 32 and k.name not in names64]   # the examples
+    env = dict(os.environ, HIP_PLATFORM="amd")
+    _compile(wave64 + rest, HIP, [hipcc, "--offload-arch=gfx90a", "-w"], ".hip", tmp_path, env)
