@@ -119,6 +119,11 @@ class Dialect:
     dynamic_shared: str = ""               # declaration of the dynamic shared memory array (bytes)
     size_t: str = "size_t"
     type_pragmas: dict[str, str] = field(default_factory=dict)  # dtype used -> the #include/#pragma it needs
+    # Floating point: without fastmath nothing may be contracted or approximated, so results match
+    # the interpreter and NumPy bit for bit; "algebraic" allows contraction, reciprocals and
+    # approximate functions, never finite-math assumptions. A pragma in the source, or compiler flags.
+    strict_fp_pragma: str = ""
+    fp_flags: dict = field(default_factory=dict)   # fastmath (None or "algebraic") -> compiler flags
 
     def with_(self, **changes) -> Dialect:
         return replace(self, **changes)
@@ -126,6 +131,7 @@ class Dialect:
 
 CUDA = Dialect(
     name="cuda",
+    fp_flags={None: ("--fmad=false",), "algebraic": ("--fmad=true", "--prec-div=false", "--prec-sqrt=false")},
     preamble=_CUDA_PREAMBLE,
     kernel_prefix='extern "C" __global__ void __launch_bounds__({units})',
     device_fn="CB_DEVICE",
@@ -164,6 +170,7 @@ CUDA = Dialect(
 
 HIP = CUDA.with_(
     name="hip",
+    fp_flags={None: ("-ffp-contract=off",), "algebraic": ("-ffp-contract=fast", "-fno-honor-signed-zeros")},
     preamble=_HIP_PREAMBLE,
     types={**_CUDA_TYPES, "bf16": "hip_bfloat16"},
     type_pragmas={"f16": "#include <hip/hip_fp16.h>", "bf16": "#include <hip/hip_bfloat16.h>"},
@@ -200,6 +207,8 @@ for _d in ("i64", "u64"):
 
 OPENCL = Dialect(
     name="opencl",
+    strict_fp_pragma="#pragma OPENCL FP_CONTRACT OFF",
+    fp_flags={None: (), "algebraic": ("-cl-mad-enable",)},
     preamble=_OPENCL_PREAMBLE,
     kernel_prefix="__kernel __attribute__((reqd_work_group_size({dims}))) void",
     device_fn="CB_DEVICE",

@@ -417,8 +417,9 @@ class _Renderer:
         sig = f"{head} {self.entry}(\n    " + ",\n    ".join(params) + ")"
         parts = [f"// cubepy kernel '{k.name}': cube_dim={k.cube_dim} plane_dim={self.P} "
                  f"dialect={d.name}"]
+        strict = (d.strict_fp_pragma,) if d.strict_fp_pragma and not k.fastmath else ()
         parts.append("\n".join([*(d.type_pragmas[n] for n in sorted(self.needs) if n in d.type_pragmas),
-                                *d.extensions, d.preamble.rstrip()]))
+                                *d.extensions, *strict, d.preamble.rstrip()]))
         if self.structs:
             parts.append("\n".join(self.structs.values()))
         parts.extend(self.helpers.values())

@@ -6,7 +6,8 @@
 - launch: a plan made once per specialization turns arguments into kernel arguments; the kernel
   runs on CuPy's current stream. NumPy arrays move by type (Array: to the device only; Mut: there
   and back, into the same NumPy array, after the launch). Device arrays (CuPy arrays, anything
-  with ``__cuda_array_interface__`` such as torch CUDA tensors, or DLPack) are used in place.
+  with ``__cuda_array_interface__`` such as torch CUDA tensors) arrive from the runtime as
+  `DeviceArray`s and are used in place: the kernel gets their pointers.
 - out of bounds: the device-side error record is read only when the host waits anyway (a Mut
   NumPy argument is copied back) or at ``synchronize()``.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from cubepy import settings
 from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
@@ -38,23 +40,7 @@ def _cupy():
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("CUBEPY_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "cubepy")
-    return Path(root) / "cuda"
-
-
-def is_device_array(a) -> bool:
-    """Whether ``a`` already lives on a CUDA device (CuPy, __cuda_array_interface__, DLPack)."""
-    if isinstance(a, np.ndarray):
-        return False
-    if hasattr(a, "__cuda_array_interface__"):
-        return True
-    dl = getattr(a, "__dlpack_device__", None)
-    if dl is not None:
-        try:
-            return int(dl()[0]) in (2, 3, 13)      # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
-        except Exception:
-            return False
-    return False
+    return settings.cache_dir() / "cuda"
 
 
 @dataclass
@@ -68,6 +54,10 @@ class Executable:
     plan: list = field(default_factory=list)
 
 
+_POINTER = np.uint64      # a device pointer passed by value
+_INT32 = np.int32
+
+
 def _describe_cupy(a) -> DeviceArray:
     if not a.flags.c_contiguous:
         raise NotContiguous(f"strides {a.strides}")
@@ -76,13 +66,6 @@ def _describe_cupy(a) -> DeviceArray:
 
 def _cupy_facts(a) -> tuple:
     return (a.dtype, a.ndim, a.flags.c_contiguous)
-
-
-def _as_cupy(cp, a: DeviceArray):
-    """A CuPy view of a device array with the shape the runtime gave it (Lines add an axis)."""
-    owner = a.owner
-    base = owner if isinstance(owner, cp.ndarray) else cp.asarray(owner)
-    return base if base.shape == a.shape else base.reshape(a.shape)
 
 
 class CudaBackend:
@@ -137,7 +120,8 @@ class CudaBackend:
         rendered = self.render(kernel, properties)
         with cp.cuda.Device(index):
             arch = str(cp.cuda.Device(index).compute_capability)
-            options = ("--std=c++17", f"--gpu-architecture=sm_{arch}", "-default-device")
+            options = ("--std=c++17", f"--gpu-architecture=sm_{arch}", "-default-device",
+                       *CUDA.fp_flags[kernel.fastmath])
             version = str(cp.cuda.runtime.runtimeGetVersion())
             key = hashlib.sha256("\0".join((rendered.source, arch, version, *options)).encode()).hexdigest()
             module = self._load(cp, rendered, options, key)
@@ -191,50 +175,51 @@ class CudaBackend:
                properties: DeviceProperties, options: dict) -> None:
         cp = _cupy()
         params = kernel.params
-        values, copy_back = [], []
-        device_args: dict[int, Any] = {}
         r = executable.rendered
+        values, copy_back, shapes = [], [], {}
         for slot in r.args:
             kind = slot.kind
             if kind == "buffer":
                 a = args[slot.param]
-                if isinstance(a, np.ndarray):
-                    d = cp.asarray(a.view(np.uint8) if a.dtype == np.bool_ else a)
-                    if params[slot.param].mutable and a.size:
-                        copy_back.append((a, d))
-                elif isinstance(a, DeviceArray):
-                    d = _as_cupy(cp, a)
-                elif isinstance(a, cp.ndarray):
-                    d = a
+                if a.__class__ is DeviceArray:
+                    # Used in place: the kernel gets the pointer (a 64-bit value), nothing is copied.
+                    ptr, shapes[slot.param] = a.ptr, a.shape
+                    d = _POINTER(ptr)
                 else:
-                    d = cp.asarray(a) if hasattr(a, "__cuda_array_interface__") else cp.from_dlpack(a)
+                    d = self._device_copy(cp, a, params[slot.param].mutable, copy_back)
+                    ptr, shapes[slot.param] = d.data.ptr, d.shape
                 need = r.alignments.get(slot.param, 1)
-                if d.size and d.data.ptr % need:
+                if need > 1 and ptr % need:
                     raise ArgumentValueError(f"argument '{params[slot.param].name}' starts at an address not "
                                              f"aligned to {need} bytes, which its Line loads need", kernel.name)
-                if not d.flags.c_contiguous:
-                    raise ArgumentValueError(f"argument '{params[slot.param].name}' is not C-contiguous",
-                                             kernel.name)
-                device_args[slot.param] = d
                 values.append(d)
             elif kind == "shape":
-                shape = device_args[slot.param].shape
+                shape = shapes[slot.param]
                 if params[slot.param].type.width > 1:
                     shape = shape[:-1]
-                values.append(np.int32(shape[slot.dim]))
+                values.append(_INT32(shape[slot.dim]))
             elif kind == "scalar":
-                values.append(np.dtype(slot.numpy).type(args[slot.param]))
+                v = args[slot.param]
+                values.append(v if v.dtype.name == slot.numpy else np.dtype(slot.numpy).type(v))
             else:
                 values.append(executable.error)
-        with cp.cuda.Device(executable.device_index):
-            executable.function(tuple(int(c) for c in cube_count), tuple(int(d) for d in cube_dim), tuple(values),
-                                shared_mem=r.dynamic_shared_bytes)
-            if executable.error is not None and executable not in self._pending:
-                self._pending.append(executable)
-            if copy_back:                 # the host waits for these results: check the record then
-                for host, d in copy_back:
-                    d.get(out=host.view(np.uint8) if host.dtype == np.bool_ else host)
-                self._check_errors()
+        if cp.cuda.runtime.getDevice() != executable.device_index:
+            cp.cuda.runtime.setDevice(executable.device_index)
+        executable.function(cube_count, cube_dim, tuple(values), shared_mem=r.dynamic_shared_bytes)
+        if executable.error is not None and executable not in self._pending:
+            self._pending.append(executable)
+        if copy_back:                 # the host waits for these results: check the record then
+            for host, d in copy_back:
+                d.get(out=host.view(np.uint8) if host.dtype == np.bool_ else host)
+            self._check_errors()
+
+    @staticmethod
+    def _device_copy(cp, a, mutable: bool, copy_back: list):
+        """A NumPy argument moves by its type: to the device; a Mut one also back after the launch."""
+        d = cp.asarray(a.view(np.uint8) if a.dtype == np.bool_ else a)
+        if mutable and a.size:
+            copy_back.append((a, d))
+        return d
 
     def synchronize(self, properties: DeviceProperties | None = None) -> None:
         cp = _cupy()
@@ -275,4 +260,4 @@ def _include_options(cp) -> list[str]:
 
 BACKEND = CudaBackend()
 
-__all__ = ["BACKEND", "CudaBackend", "Executable", "cache_dir", "is_device_array"]
+__all__ = ["BACKEND", "CudaBackend", "Executable", "cache_dir"]

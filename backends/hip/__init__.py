@@ -18,11 +18,11 @@ import ctypes
 import hashlib
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from cubepy import settings
 from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime.properties import DeviceProperties
@@ -105,15 +105,16 @@ class HipBackend:
         arch = next((f for f in properties.features if f.startswith("gfx")), "gfx90a")
         rendered = self.render(kernel, properties)
         version = str(_check(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
-        key = hashlib.sha256("\0".join((rendered.source, arch, version)).encode()).hexdigest()
-        root = Path(os.environ.get("CUBEPY_CACHE_DIR") or Path.home() / ".cache" / "cubepy") / "hip"
+        fp_flags = HIP.fp_flags[kernel.fastmath]
+        key = hashlib.sha256("\0".join((rendered.source, arch, version, *fp_flags)).encode()).hexdigest()
+        root = settings.cache_dir() / "hip"
         path = root / f"{key}.hsaco"
         if path.exists():
             code = path.read_bytes()
         else:
             prog = _check(hiprtc.hiprtcCreateProgram(rendered.source.encode(), f"{rendered.name}.hip".encode(),
                                                      0, [], []), "hiprtcCreateProgram")
-            opts = [f"--offload-arch={arch}".encode(), b"-O3", b"-std=c++17"]
+            opts = [f"--offload-arch={arch}".encode(), b"-O3", b"-std=c++17", *(f.encode() for f in fp_flags)]
             err = hiprtc.hiprtcCompileProgram(prog, len(opts), opts)
             if getattr(err[0] if isinstance(err, tuple) else err, "value", 1) != 0:
                 size = _check(hiprtc.hiprtcGetProgramLogSize(prog))

@@ -69,6 +69,7 @@ class OpenCLBackend:
             raise BackendUnavailableError(f"no OpenCL platform: {str(e).splitlines()[0]}") from None
         found = [(pi, d) for pi, p in enumerate(platforms) if platform is None or pi == platform
                  for d in p.get_devices()]
+        found.sort(key=lambda item: not item[1].type & cl.device_type.GPU)   # GPUs first, else in order
         if not found:
             raise BackendUnavailableError("no OpenCL device found")
         if not 0 <= index < len(found):
@@ -120,7 +121,7 @@ class OpenCLBackend:
         state = self._state(properties)
         rendered = self.render(kernel, properties)
         try:
-            program = cl.Program(state.context, rendered.source).build()
+            program = cl.Program(state.context, rendered.source).build(options=list(OPENCL.fp_flags[kernel.fastmath]))
         except cl.RuntimeError as e:
             raise CompileError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
         exe = Executable(rendered, program, getattr(program, rendered.name), state,

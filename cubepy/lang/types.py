@@ -88,12 +88,20 @@ class Region:
         return RegionSpec(dtype, strategy)
 
 
-@dataclass(frozen=True)
 class LinesArg:
-    """An array passed as Lines of ``width`` elements (made by `cubepy.lines`)."""
+    """An array passed as Lines of ``width`` elements (made by `cubepy.lines`, once per launch,
+    so a plain slotted class)."""
 
-    array: Any
-    width: int
+    __slots__ = ("array", "width")
+
+    def __init__(self, array: Any, width: int):
+        self.array, self.width = array, width
+
+    def __repr__(self) -> str:
+        return f"cb.lines({type(self.array).__name__}, {self.width})"
+
+
+_LINE_WIDTHS = frozenset((1, 2, 4, 8, 16))
 
 
 def lines(array: Any, width: int) -> LinesArg:
@@ -105,6 +113,6 @@ def lines(array: Any, width: int) -> LinesArg:
 
         saxpy[count, dim](cb.lines(x, 4), cb.lines(y, 4), 2.0)
     """
-    if not isinstance(width, int) or width not in (1, 2, 4, 8, 16):
+    if width not in _LINE_WIDTHS or width.__class__ is not int:
         raise ValueError(f"cb.lines: width must be 1, 2, 4, 8 or 16, got {width!r}")
     return LinesArg(array, width)

@@ -110,9 +110,15 @@ def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
         elif cls is np.ndarray:
             flags = a.flags
             key.append((a.dtype, a.ndim, flags.writeable, flags.c_contiguous))
-        elif cls is LinesArg and a.array.__class__ is np.ndarray:
+        elif cls is LinesArg:
             arr = a.array
-            key.append((a.width, arr.dtype, arr.ndim, arr.flags.writeable, arr.flags.c_contiguous))
+            inner = arr.__class__
+            if inner is np.ndarray:
+                key.append((a.width, arr.dtype, arr.ndim, arr.flags.writeable, arr.flags.c_contiguous))
+            elif inner in QUICK_FACTS:
+                key.append((a.width, inner, QUICK_FACTS[inner](arr)))
+            else:
+                return None
         elif cls in (float, int, bool):
             key.append(cls)
         elif cls in QUICK_FACTS:
@@ -122,30 +128,57 @@ def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
     return tuple(key)
 
 
-def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str):
-    """A function binding arguments whose kinds, dtypes and flags already passed `bind_arguments`
-    (same `quick_key`): it re-checks only what depends on values (sizes, ranges, aliasing)."""
+def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, example: list):
+    """A function binding arguments of the same kinds as ``example`` (same `quick_key`), which
+    passed `bind_arguments`: it re-checks only what depends on values (sizes, ranges, aliasing)."""
     steps = []
-    for spec in specs:
+    for spec, value in zip(specs, example):
         if spec.kind == "comptime":
             steps.append(None)
         elif spec.kind == "scalar":
-            dtype, name = spec.dtype, spec.name
-            if dtype.is_float:
-                steps.append(np.dtype(dtype.numpy_name).type)
+            if spec.dtype.is_float:
+                steps.append(np.dtype(spec.dtype.numpy_name).type)
             else:
-                steps.append(lambda v, d=dtype, n=name: _scalar(kernel_name, n, d, v))
+                steps.append(lambda v, d=spec.dtype, n=spec.name: _scalar(kernel_name, n, d, v))
         else:
-            steps.append(lambda v, s=spec: _array(kernel_name, s.name, None, v, s.mutable, trusted=True)[0])
+            steps.append(_array_step(kernel_name, spec.name, value))
     steps = tuple(steps)
-    check_aliasing = any(spec.mutable for spec in specs) and sum(s.kind in ("array", "region") for s in specs) > 1
+    arrays = [i for i, s in enumerate(specs) if s.kind in ("array", "region")]
+    pairs = tuple((i, j) for i in arrays if specs[i].mutable for j in arrays if j != i)
 
     def bind(args: tuple) -> list:
         host = [None if step is None else step(value) for step, value in zip(steps, args)]
-        if check_aliasing:
-            _check_aliasing(kernel_name, sig.names, specs, host)
+        for i, j in pairs:
+            a, b = host[i], host[j]
+            if a.nbytes and b.nbytes and _overlap(a, b):
+                _check_aliasing(kernel_name, sig.names, specs, host)
         return host
     return bind
+
+
+def _array_step(kernel_name: str, name: str, example):
+    """Bind one array argument of the example's kind: unwrap Lines, describe device arrays,
+    check the length limit and the Lines width against this launch's shape."""
+    width = example.width if example.__class__ is LinesArg else 0
+    inner = example.array if width else example
+    describe = None if inner.__class__ is np.ndarray else describer(inner)
+
+    def step(value):
+        array = value.array if width else value
+        if describe is not None:
+            array = describe(array)
+        shape = array.shape
+        if array.size > INDEX_MAX or (not array.size and any(s > INDEX_MAX for s in shape)):
+            raise ArgumentValueError(f"parameter '{name}' has {array.size} elements; kernels index with i32, so "
+                                     f"at most {INDEX_MAX}", kernel_name)
+        if width > 1:
+            last = shape[-1]
+            if last % width:
+                raise ArgumentValueError(f"parameter '{name}': cb.lines width {width} does not divide the last "
+                                         f"dimension {last}", kernel_name)
+            array = array.reshape(*shape[:-1], last // width, width)
+        return array
+    return step
 
 
 def _match(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) -> list:
@@ -195,25 +228,10 @@ def _scalar(kernel_name, name, dtype: DType, value):
     return np_type.type(value)
 
 
-def _array(kernel_name, name, ann, value, mutable, trusted=False):
-    width = 1
-    if isinstance(value, LinesArg):
-        value, width = value.array, value.width
-    if trusted:
-        array = value if value.__class__ is np.ndarray else describer(value)(value)
-    else:
-        array = _checked_array(kernel_name, name, ann, value, mutable)
-    size = array.size
-    if size > INDEX_MAX or (size == 0 and any(s > INDEX_MAX for s in array.shape)):
-        raise ArgumentValueError(f"parameter '{name}' has {array.size} elements; kernels index with i32, so "
-                                 f"at most {INDEX_MAX}", kernel_name)
-    if width > 1:
-        last = array.shape[-1]
-        if last % width:
-            raise ArgumentValueError(f"parameter '{name}': cb.lines width {width} does not divide the last "
-                                     f"dimension {last}", kernel_name)
-        array = array.reshape(*array.shape[:-1], last // width, width)
-    return array, width
+def _array(kernel_name, name, ann, value, mutable):
+    checked = _checked_array(kernel_name, name, ann, value.array if value.__class__ is LinesArg else value, mutable)
+    example = LinesArg(checked, value.width) if value.__class__ is LinesArg else checked
+    return _array_step(kernel_name, name, example)(example), (value.width if value.__class__ is LinesArg else 1)
 
 
 def _checked_array(kernel_name, name, ann, value, mutable):

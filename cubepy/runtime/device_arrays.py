@@ -7,48 +7,41 @@ understood here, and a backend may register a faster describer for its own array
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from math import prod
 from typing import Any
 
 import numpy as np
 
 
-@dataclass(frozen=True, eq=False)
 class DeviceArray:
     """A C-contiguous array in device memory: a pointer, a shape and a dtype.
 
-    ``owner`` keeps the original object (and so its memory) alive while cubepy holds this.
+    ``owner`` keeps the original object (and so its memory) alive while cubepy holds this. A plain
+    slotted class: one is made per argument per launch, so it must be cheap.
     """
 
-    owner: Any
-    ptr: int
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    readonly: bool
-    platform: str = "cuda"
-    stream: int | None = None
+    __slots__ = ("owner", "ptr", "shape", "dtype", "readonly", "platform", "stream", "size", "nbytes")
+
+    def __init__(self, owner: Any, ptr: int, shape: tuple, dtype: np.dtype, readonly: bool,
+                 platform: str = "cuda", stream: int | None = None):
+        self.owner, self.ptr, self.shape, self.dtype = owner, ptr, shape, dtype
+        self.readonly, self.platform, self.stream = readonly, platform, stream
+        self.size = prod(shape)
+        self.nbytes = self.size * dtype.itemsize
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
-    @property
-    def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
     def reshape(self, *shape: int) -> DeviceArray:
-        return replace(self, shape=tuple(shape))
+        return DeviceArray(self.owner, self.ptr, tuple(shape), self.dtype, self.readonly, self.platform, self.stream)
 
     def overlaps(self, other: DeviceArray) -> bool:
         return (self.platform == other.platform and self.ptr < other.ptr + other.nbytes
                 and other.ptr < self.ptr + self.nbytes)
+
+    def __repr__(self) -> str:
+        return f"DeviceArray({self.platform}, ptr={self.ptr:#x}, shape={self.shape}, dtype={self.dtype})"
 
 
 class NotContiguous(ValueError):

@@ -174,7 +174,7 @@ class KernelFunction:
             order = tuple(p.param_index for p in ir.params)
             options = {"races": races or bool(dev.options.get("races"))}
             plan = _LaunchPlan(dev, bound.specs, ir, executable, order, options,
-                               make_binder(signature, bound.specs, name))
+                               make_binder(signature, bound.specs, name, list(args)))
             if quick is not None:
                 self._plans[plan_key] = plan
             values = bound.values

@@ -47,21 +47,42 @@ def test_atomics_on_colliding_addresses_serialize(dev, rng, which):
     atomic_ops.launch(3, 128, idx, val, mem, old, which, device=dev)
     combine = _COMBINE[which]
     for s in range(slots):
-        lanes = np.flatnonzero(idx == s)
-        # Replay in the order of the old values each unit saw: it must be a valid serialization.
-        remaining, value, seen = list(lanes), int(start[s]), []
-        while remaining:
-            ready = [u for u in remaining if old[u] == value]
-            assert ready, f"slot {s}: no unit saw the value {value}; old values {sorted(old[remaining])}"
-            # Prefer updates that leave the value unchanged, then one whose result some other
-            # unit saw: a greedy replay that finds a serialization whenever the updates differ.
-            no_ops = [u for u in ready if combine(value, int(val[u])) == value]
-            leads = [u for u in ready if any(old[w] == combine(value, int(val[u])) for w in remaining if w != u)]
-            u = (no_ops or leads or ready)[0]
-            remaining.remove(u)
+        lanes = [int(u) for u in np.flatnonzero(idx == s)]
+        order = _serialization(int(start[s]), lanes, old, val, combine)
+        assert order is not None, f"slot {s}: the old values {sorted(old[lanes])} fit no order of the updates"
+        value = int(start[s])
+        for u in order:
             value = combine(value, int(val[u]))
-            seen.append(u)
         assert mem[s] == value
+
+
+def _serialization(start, lanes, old, val, combine):
+    """An order of the units in which each one saw, as its old value, the value before its update;
+    None if there is none. Depth-first, trying updates that leave the value unchanged first."""
+    dead = set()
+
+    def search(value, remaining):
+        if not remaining:
+            return []
+        key = (value, remaining)
+        if key in dead:
+            return None
+        ready = [u for u in remaining if old[u] == value]
+        ready.sort(key=lambda u: combine(value, int(val[u])) != value)
+        for u in ready:
+            rest = search(combine(value, int(val[u])), remaining - {u})
+            if rest is not None:
+                return [u, *rest]
+        dead.add(key)
+        return None
+
+    import sys
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(lanes) + 100))
+    try:
+        return search(start, frozenset(lanes))
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 @cb.kernel
