@@ -53,19 +53,52 @@ class Executable:
     error: Any = None                   # cupy int32 array, the error record
     plan: list = field(default_factory=list)
 
+    def slots(self, kernel: Kernel) -> tuple:
+        """The argument slots as ``(kind, param, extra)``, worked out once: extra is the alignment a
+        buffer needs, the dimension a shape reads, or the NumPy type of a scalar."""
+        cached = self.__dict__.get("_slots")
+        if cached is None:
+            r, out = self.rendered, []
+            for slot in r.args:
+                if slot.kind == "buffer":
+                    out.append((_BUFFER, slot.param, r.alignments.get(slot.param, 1)))
+                elif slot.kind == "shape":   # a Line buffer's extra trailing axis is not a dimension
+                    out.append((_SHAPE, slot.param, slot.dim))
+                elif slot.kind == "scalar":
+                    out.append((_SCALAR, slot.param, np.dtype(slot.numpy).type))
+                else:
+                    out.append((_ERROR, None, None))
+            cached = self.__dict__["_slots"] = tuple(out)
+        return cached
+
+    @property
+    def launcher(self):
+        """The driver-level function (cupy.cuda.Function): calling it skips RawKernel's checks."""
+        fn = self.__dict__.get("_launcher")
+        if fn is None:
+            fn = self.__dict__["_launcher"] = getattr(self.function, "kernel", self.function)
+        return fn
+
 
 _POINTER = np.uint64      # a device pointer passed by value
+_BUFFER, _SHAPE, _SCALAR, _ERROR = range(4)
 _INT32 = np.int32
 
 
+def _c_contiguous(a) -> bool:
+    # CuPy's own flag, read without building a flags object (this runs on every launch).
+    flag = getattr(a, "_c_contiguous", None)
+    return a.flags.c_contiguous if flag is None else flag
+
+
 def _describe_cupy(a) -> DeviceArray:
-    if not a.flags.c_contiguous:
+    if not _c_contiguous(a):
         raise NotContiguous(f"strides {a.strides}")
     return DeviceArray(a, a.data.ptr, a.shape, a.dtype, False, "cuda")
 
 
 def _cupy_facts(a) -> tuple:
-    return (a.dtype, a.ndim, a.flags.c_contiguous)
+    return (a.dtype, a.ndim, _c_contiguous(a))
 
 
 class CudaBackend:
@@ -74,6 +107,7 @@ class CudaBackend:
 
     def __init__(self):
         self._devices: dict[DeviceProperties, int] = {}
+        self._several_devices = False
         self._pending: list[Executable] = []
 
     # --- devices ------------------------------------------------------------------------
@@ -87,6 +121,7 @@ class CudaBackend:
             raise BackendUnavailableError(f"no CUDA GPU: {str(e).splitlines()[0]}") from None
         if count == 0:
             raise BackendUnavailableError("no CUDA GPU")
+        self._several_devices = count > 1
         if not 0 <= index < count:
             raise ArgumentValueError(f"CUDA device index {index} is out of range ({count} GPUs)")
         dev = cp.cuda.Device(index)
@@ -174,38 +209,31 @@ class CudaBackend:
     def launch(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, args: list,
                properties: DeviceProperties, options: dict) -> None:
         cp = _cupy()
-        params = kernel.params
-        r = executable.rendered
         values, copy_back, shapes = [], [], {}
-        for slot in r.args:
-            kind = slot.kind
-            if kind == "buffer":
-                a = args[slot.param]
+        for kind, param, extra in executable.slots(kernel):
+            if kind == _BUFFER:
+                a = args[param]
                 if a.__class__ is DeviceArray:
                     # Used in place: the kernel gets the pointer (a 64-bit value), nothing is copied.
-                    ptr, shapes[slot.param] = a.ptr, a.shape
+                    ptr, shapes[param] = a.ptr, a.shape
                     d = _POINTER(ptr)
                 else:
-                    d = self._device_copy(cp, a, params[slot.param].mutable, copy_back)
-                    ptr, shapes[slot.param] = d.data.ptr, d.shape
-                need = r.alignments.get(slot.param, 1)
-                if need > 1 and ptr % need:
-                    raise ArgumentValueError(f"argument '{params[slot.param].name}' starts at an address not "
-                                             f"aligned to {need} bytes, which its Line loads need", kernel.name)
+                    d = self._device_copy(cp, a, kernel.params[param].mutable, copy_back)
+                    ptr, shapes[param] = d.data.ptr, d.shape
+                if extra > 1 and ptr % extra:
+                    raise ArgumentValueError(f"argument '{kernel.params[param].name}' starts at an address not "
+                                             f"aligned to {extra} bytes, which its Line loads need", kernel.name)
                 values.append(d)
-            elif kind == "shape":
-                shape = shapes[slot.param]
-                if params[slot.param].type.width > 1:
-                    shape = shape[:-1]
-                values.append(_INT32(shape[slot.dim]))
-            elif kind == "scalar":
-                v = args[slot.param]
-                values.append(v if v.dtype.name == slot.numpy else np.dtype(slot.numpy).type(v))
+            elif kind == _SHAPE:
+                values.append(_INT32(shapes[param][extra]))
+            elif kind == _SCALAR:
+                v = args[param]
+                values.append(v if v.__class__ is extra else extra(v))
             else:
                 values.append(executable.error)
-        if cp.cuda.runtime.getDevice() != executable.device_index:
+        if self._several_devices and cp.cuda.runtime.getDevice() != executable.device_index:
             cp.cuda.runtime.setDevice(executable.device_index)
-        executable.function(cube_count, cube_dim, tuple(values), shared_mem=r.dynamic_shared_bytes)
+        executable.launcher(cube_count, cube_dim, tuple(values), shared_mem=executable.rendered.dynamic_shared_bytes)
         if executable.error is not None and executable not in self._pending:
             self._pending.append(executable)
         if copy_back:                 # the host waits for these results: check the record then

@@ -280,7 +280,10 @@ def main():
     print("compile: saxpy, cold NVRTC compile (fresh cache) and a fresh process with a warm disk cache")
     cache = tempfile.mkdtemp()
     env = dict(os.environ, CUBEPY_CACHE_DIR=cache)
-    cold, warm = [subprocess.run([sys.executable, "-c", COLD], env=env, capture_output=True, text=True)
+    script = os.path.join(cache, "cold_saxpy.py")   # a file: cubepy reads a kernel's source
+    with open(script, "w") as f:
+        f.write(COLD)
+    cold, warm = [subprocess.run([sys.executable, script], env=env, capture_output=True, text=True)
                   for _ in range(2)]
     for run in (cold, warm):
         if run.returncode:

@@ -141,7 +141,15 @@ class KernelFunction:
         if not (isinstance(config, tuple) and len(config) == 2):
             raise ArgumentTypeError("launch as kernel[cube_count, cube_dim](*args)", self.__name__)
         count, dim = config
-        return lambda *args, **kwargs: self.launch(count, dim, *args, **kwargs)
+
+        def launch(*args, device=None, checked=None, races=False, **kwargs):
+            try:
+                self._launch(count, dim, args, kwargs, device, checked, races)
+            except LaunchError as e:
+                if e.loc is None:
+                    e.loc = caller_loc()
+                raise
+        return launch
 
     def launch(self, count, dim, *args, device: Device | str | None = None, checked: bool | None = None,
                races: bool = False, **kwargs) -> None:
@@ -208,6 +216,8 @@ class KernelFunction:
     def _device(self, device) -> Device:
         if device is None:
             return current_device()
+        if device.__class__ is Device and device.properties is not None:
+            return device
         if isinstance(device, str):
             return get_device(device)
         device.require()

@@ -18,37 +18,42 @@ def dev():
         pytest.skip(f"no CUDA device: {e}")
 
 
-def _launch_device_arrays(dev, kfn, count, dim, args):
-    """Launch through the backend with device arrays (the runtime's argument checker still takes NumPy only)."""
-    from cubepy.runtime.args import bind_arguments
-    from cubepy.runtime.kernel import _topology
-
-    cp = pytest.importorskip("cupy")
-    host = [cp.asnumpy(a) if isinstance(a, cp.ndarray) else a for a in args]
-    bound = bind_arguments(kfn.signature, host, {}, kfn.__name__)
-    ir, exe = kfn._specialize(bound.specs, _topology(dim, "CubeDim", kfn.__name__), dev, None)
-    values = [args[p.param_index] if isinstance(args[p.param_index], cp.ndarray) else bound.values[p.param_index]
-              for p in ir.params]
-    dev.backend.launch(exe, ir, _topology(count, "CubeCount", ""), _topology(dim, "CubeDim", ""), values,
-                       dev.properties, {})
-
-
 def test_device_arrays_in_place(dev):
     cp = pytest.importorskip("cupy")
     x = cp.arange(1000, dtype=cp.float32)
     y = cp.ones(1000, cp.float32)
     ptr = y.data.ptr
-    _launch_device_arrays(dev, g.saxpy, 4, 256, [x, y, 2.0])
+    g.saxpy.launch(4, 256, x, y, 2.0, device=dev)
     dev.synchronize()
     assert y.data.ptr == ptr
     np.testing.assert_allclose(cp.asnumpy(y), 2 * np.arange(1000) + 1)
+
+
+def test_torch_cuda_tensors_in_place(dev):
+    torch = pytest.importorskip("torch")
+    x = torch.arange(1000, dtype=torch.float32, device="cuda")
+    y = torch.ones(1000, dtype=torch.float32, device="cuda")
+    ptr = y.data_ptr()
+    g.saxpy.launch(4, 256, x, y, 2.0, device=dev)
+    dev.synchronize()
+    assert y.data_ptr() == ptr
+    np.testing.assert_allclose(y.cpu().numpy(), 2 * np.arange(1000) + 1)
+
+
+def test_lines_of_device_arrays(dev):
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(1024, dtype=cp.float32)
+    y = cp.ones(1024, cp.float32)
+    g.saxpy.launch(1, 256, cb.lines(x, 4), cb.lines(y, 4), 2.0, device=dev)
+    dev.synchronize()
+    np.testing.assert_allclose(cp.asnumpy(y), 2 * np.arange(1024) + 1)
 
 
 def test_device_array_oob_raised_at_synchronize(dev):
     cp = pytest.importorskip("cupy")
     x = cp.arange(64, dtype=cp.float32)
     y = cp.zeros(64, cp.float32)
-    _launch_device_arrays(dev, g.oob, 1, 64, [x, y])
+    g.oob.launch(1, 64, x, y, device=dev)
     with pytest.raises(cb.OutOfBoundsError, match="out of bounds for array 'x' of shape"):
         dev.synchronize()
     dev.synchronize()
