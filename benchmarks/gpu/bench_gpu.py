@@ -145,16 +145,18 @@ def gpu_ms(cp, fn, reps, batches=5):
     return statistics.median(times)
 
 
-def host_us(cp, fn, n=3000):
-    for _ in range(100):
+def host_us(cp, fn, batch=200, batches=15):
+    """Host time to enqueue one launch: batches of ``batch`` launches (few enough that the GPU's
+    launch queue never fills and blocks the host), synchronized between batches; median."""
+    for _ in range(batch):
         fn()
     cp.cuda.get_current_stream().synchronize()
     samples = []
-    for _ in range(5):
+    for _ in range(batches):
         t = time.perf_counter()
-        for _ in range(n // 5):
+        for _ in range(batch):
             fn()
-        samples.append((time.perf_counter() - t) / (n // 5) * 1e6)
+        samples.append((time.perf_counter() - t) / batch * 1e6)
         cp.cuda.get_current_stream().synchronize()
     return statistics.median(samples)
 
@@ -262,7 +264,7 @@ def main():
         row(name, gpu_ms(cp, lambda launch=launch: (total.fill(0), launch()), reps), 4 * n, ok)
     row("cupy.sum", gpu_ms(cp, lambda: cp.sum(x), reps), 4 * n)
 
-    print("warm launch host overhead, n = 4096 (median of 5 means over 3000 launches)")
+    print("warm launch host overhead, n = 4096 (median over 15 batches of 200 launches)")
     sx, sy = cp.ones(4096, cp.float32), cp.ones(4096, cp.float32)
     saxpy, _, _ = make_kernels(True)
     overhead = {

@@ -129,6 +129,7 @@ class KernelFunction:
         self._signature: Signature | None = None
         self._cache: dict[tuple, tuple[Kernel, Any]] = {}
         self._plans: dict[tuple, _LaunchPlan] = {}
+        self._launchers: dict = {}
         self.trace_count = 0
 
     @property
@@ -138,6 +139,12 @@ class KernelFunction:
         return self._signature
 
     def __getitem__(self, config) -> Callable[..., None]:
+        # Reuse the launcher for plain int configurations (the common kernel[count, dim] call);
+        # classes are checked first so that True never finds the launcher made for 1.
+        plain = config.__class__ is tuple and len(config) == 2 and config[0].__class__ is int \
+            and config[1].__class__ is int
+        if plain and config in self._launchers:
+            return self._launchers[config]
         if not (isinstance(config, tuple) and len(config) == 2):
             raise ArgumentTypeError("launch as kernel[cube_count, cube_dim](*args)", self.__name__)
         count, dim = config
@@ -149,6 +156,8 @@ class KernelFunction:
                 if e.loc is None:
                     e.loc = caller_loc()
                 raise
+        if plain and len(self._launchers) < 256:
+            self._launchers[config] = launch
         return launch
 
     def launch(self, count, dim, *args, device: Device | str | None = None, checked: bool | None = None,
