@@ -148,17 +148,18 @@ class Tracer(CodeGen):
     # --- the kernel ---------------------------------------------------------------------------
     def bind_params(self) -> None:
         scope = self.frame.scope
-        for index, p in enumerate(self.spec.params):
+        for p in self.spec.params:
+            # param_index is the position among the runtime parameters (Comptime ones are baked in)
+            position = len(self.kernel.params)
             if p.kind in ("array", "region"):
-                buf = Buffer(p.name, "global", Type(p.dtype, p.width), p.ndim, p.mutable, None, index)
+                buf = Buffer(p.name, "global", Type(p.dtype, p.width), p.ndim, p.mutable, None, position)
                 self.kernel.params.append(buf)
                 shape = tuple(self.entry_cached(f"shape:{p.name}:{d}", lambda d=d, buf=buf: self.builder.op(
                     "shape", (buf,), Type(INDEX), dim=d)) for d in range(p.ndim))
                 array = ArrayRef(buf, shape, p.name)
                 scope[p.name] = array if p.kind == "array" else self.make_region(array, p)
             elif p.kind == "scalar":
-                param = ScalarParam(p.name, Type(p.dtype), index)
-                position = len(self.kernel.params)
+                param = ScalarParam(p.name, Type(p.dtype), position)
                 self.kernel.params.append(param)
                 scope[p.name] = self.entry_cached(f"param:{p.name}", lambda param=param, i=position: self.builder.op(
                     "param", (), param.type, index=i, name=param.name))

@@ -99,7 +99,7 @@ class Buffer:
     ndim: int = 1
     mutable: bool = False
     shape: tuple[int, ...] | None = None
-    param_index: int | None = None
+    param_index: int | None = None     # position among the kernel's runtime parameters
     id: int = field(default_factory=lambda: next(_ids))
 
     def __repr__(self) -> str:
@@ -127,7 +127,7 @@ class ScalarParam:
 
     name: str
     type: Type
-    param_index: int
+    param_index: int                   # position among the kernel's runtime parameters
 
 
 @dataclass(eq=False)

@@ -188,7 +188,7 @@ class KernelFunction:
             bound = bind_arguments(signature, args, kwargs, name)
             _check_device_arrays(name, dev, signature.names, bound.values)
             ir, executable = self._specialize(bound.specs, dim_t, dev, checked)
-            order = tuple(p.param_index for p in ir.params)
+            order = tuple(i for i, spec in enumerate(bound.specs) if spec.kind != "comptime")
             options = {"races": races or bool(dev.options.get("races"))}
             plan = _LaunchPlan(dev, bound.specs, ir, executable, order, options,
                                make_binder(signature, bound.specs, name, list(args)))

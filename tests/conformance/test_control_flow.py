@@ -253,3 +253,17 @@ def test_while_true_with_a_runtime_break_and_select_of_literals(dev, rng):
     out = poisoned(100, np.int32)
     while_true.launch(1, 128, x, out, device=dev)
     np.testing.assert_array_equal(out, [_collatz(int(v)) * 10 + int(v > 5) for v in x])
+
+
+@cb.kernel
+def comptime_first(k: Comptime[int], x: Array[f32], scale: f32, y: Mut[Array[f32]], mode: Comptime[str]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = x[i] * scale + k if mode == "add" else x[i] * scale - k
+
+
+def test_comptime_parameters_between_runtime_ones(dev, rng):
+    x = rng.standard_normal(100).astype(np.float32)
+    y = poisoned(100, np.float32)
+    comptime_first.launch(1, 128, 3, x, 2.0, y, "add", device=dev)
+    np.testing.assert_allclose(y, x * 2 + 3, rtol=1e-6)
