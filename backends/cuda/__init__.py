@@ -29,7 +29,6 @@ from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_de
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import CUDA, Rendered, empty_record, oob_error, render
-from .driver import DriverLauncher, driver_launcher
 
 
 def _cupy():
@@ -71,15 +70,6 @@ class Executable:
                     out.append((_ERROR, None, None))
             cached = self.__dict__["_slots"] = tuple(out)
         return cached
-
-    def driver(self) -> DriverLauncher | None:
-        """The direct driver launcher (made on first use), or None where it cannot be used."""
-        found = self.__dict__.get("_driver", False)
-        if found is False:
-            types = ["pointer" if s.kind in ("buffer", "error") else "int32" if s.kind == "shape" else
-                     np.dtype(s.numpy).name for s in self.rendered.args]
-            found = self.__dict__["_driver"] = driver_launcher(self.function, types)
-        return found
 
     @property
     def launcher(self):
@@ -220,6 +210,7 @@ class CudaBackend:
                properties: DeviceProperties, options: dict) -> None:
         cp = _cupy()
         values, copy_back, shapes = [], [], {}
+        staged = []     # device copies of NumPy arguments: alive until the launch is enqueued
         for kind, param, extra in executable.slots(kernel):
             if kind == _BUFFER:
                 a = args[param]
@@ -228,6 +219,7 @@ class CudaBackend:
                     ptr, shapes[param] = a.ptr, a.shape
                 else:
                     d = self._device_copy(cp, a, kernel.params[param].mutable, copy_back)
+                    staged.append(d)
                     ptr, shapes[param] = d.data.ptr, d.shape
                 if extra > 1 and ptr % extra:
                     raise ArgumentValueError(f"argument '{kernel.params[param].name}' starts at an address not "
@@ -242,14 +234,10 @@ class CudaBackend:
                 values.append(executable.error.data.ptr)
         if self._several_devices and cp.cuda.runtime.getDevice() != executable.device_index:
             cp.cuda.runtime.setDevice(executable.device_index)
-        shared = executable.rendered.dynamic_shared_bytes
-        driver = executable.driver()
-        if driver is not None:
-            driver.launch(values, cube_count, cube_dim, shared, cp.cuda.get_current_stream().ptr)
-        else:
-            typed = tuple(_POINTER(v) if kind in (_BUFFER, _ERROR) else _INT32(v) if kind == _SHAPE else v
-                          for (kind, _, _), v in zip(executable.slots(kernel), values))
-            executable.launcher(cube_count, cube_dim, typed, shared_mem=shared)
+        typed = tuple(_POINTER(v) if kind in (_BUFFER, _ERROR) else _INT32(v) if kind == _SHAPE else v
+                      for (kind, _, _), v in zip(executable.slots(kernel), values))
+        executable.launcher(cube_count, cube_dim, typed, shared_mem=executable.rendered.dynamic_shared_bytes)
+        del staged      # freed into CuPy's pool in stream order, after the kernel that reads them
         if executable.error is not None and executable not in self._pending:
             self._pending.append(executable)
         if copy_back:                 # the host waits for these results: check the record then
