@@ -35,8 +35,9 @@ from .lang.builtins import INTRINSICS as _INTRINSICS
 from .lang.region import Linear1D, Partitioning, Strided1D, Tile2D, UnsafePartitioning
 from .lang.types import Array, Comptime, Mut, Region, lines
 from .runtime.devices import Device, current_device, device, devices, set_device
-from .runtime.kernel import CubeCount, CubeDim, CubeFunction, KernelFunction, func, kernel
+from .runtime.kernel import CubeFunction, KernelFunction, func, kernel
 from .runtime.properties import DeviceProperties
+from .runtime.topology import CubeCount, CubeDim
 from .runtime.verify_partitioning import verify_partitioning
 
 globals().update(_BUILTINS)

@@ -17,30 +17,7 @@ from .args import Signature, bind_arguments, make_binder, quick_key, read_signat
 from .device_arrays import DeviceArray
 from .devices import Device, current_device
 from .devices import device as get_device
-
-
-@dataclass(frozen=True)
-class CubeDim:
-    """Units per cube along x, y, z (a CUDA block, an OpenCL work-group)."""
-
-    x: int = 1
-    y: int = 1
-    z: int = 1
-
-    def as_tuple(self) -> tuple[int, int, int]:
-        return (self.x, self.y, self.z)
-
-
-@dataclass(frozen=True)
-class CubeCount:
-    """Cubes per launch along x, y, z (a CUDA grid)."""
-
-    x: int = 1
-    y: int = 1
-    z: int = 1
-
-    def as_tuple(self) -> tuple[int, int, int]:
-        return (self.x, self.y, self.z)
+from .topology import check_limits, topology
 
 
 @dataclass(frozen=True)
@@ -57,27 +34,6 @@ class _LaunchPlan:
     bind: Callable[[tuple], list]
 
 
-def _topology(value, what: str, kernel_name: str) -> tuple[int, int, int]:
-    if value.__class__ is int and value >= 1:   # the common case, without building anything
-        return (value, 1, 1)
-    return _parse_topology(value, what, kernel_name)
-
-
-def _parse_topology(value, what: str, kernel_name: str) -> tuple[int, int, int]:
-    if isinstance(value, (CubeDim, CubeCount)):
-        t = value.as_tuple()
-    elif isinstance(value, int) and not isinstance(value, bool):
-        t = (value, 1, 1)
-    elif isinstance(value, tuple) and 1 <= len(value) <= 3:
-        t = tuple(value) + (1,) * (3 - len(value))
-    else:
-        raise ArgumentTypeError(f"{what} must be an int, a tuple of up to 3 ints or cb.{what}, got {value!r}",
-                                kernel_name)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in t):
-        raise ArgumentValueError(f"{what} must hold positive ints, got {t}", kernel_name)
-    return t
-
-
 def _check_device_arrays(kernel_name: str, dev: Device, names, values) -> None:
     accepted = getattr(dev.backend, "device_array_platforms", frozenset())
     for name, value in zip(names, values):
@@ -85,21 +41,6 @@ def _check_device_arrays(kernel_name: str, dev: Device, names, values) -> None:
             raise ArgumentTypeError(f"parameter '{name}' is an array in {value.platform} device memory, which "
                                     f"device '{dev.name}' cannot read; launch on a {value.platform} device or "
                                     "pass a host (NumPy) array", kernel_name)
-
-
-def _check_limits(kernel_name: str, dev: Device, count, dim) -> None:
-    p = dev.properties
-    units = dim[0] * dim[1] * dim[2]
-    if units > p.max_units_per_cube:
-        raise ArgumentValueError(f"CubeDim{dim} has {units} units; device '{dev.name}' allows at most "
-                                 f"{p.max_units_per_cube} per cube", kernel_name)
-    for axis, v, most in zip("xyz", dim, p.max_cube_dim):
-        if v > most:
-            raise ArgumentValueError(f"CubeDim.{axis} = {v} exceeds device '{dev.name}' maximum {most}", kernel_name)
-    for axis, v, most in zip("xyz", count, p.max_cube_count):
-        if v > most:
-            raise ArgumentValueError(f"CubeCount.{axis} = {v} exceeds device '{dev.name}' maximum {most}",
-                                     kernel_name)
 
 
 class KernelFunction:
@@ -177,14 +118,14 @@ class KernelFunction:
     def _launch(self, count, dim, args, kwargs, device, checked, races) -> None:
         dev = self._device(device)
         name = self.__name__
-        count_t = _topology(count, "CubeCount", name)
-        dim_t = _topology(dim, "CubeDim", name)
+        count_t = topology(count, "CubeCount", name)
+        dim_t = topology(dim, "CubeDim", name)
         signature = self.signature
         quick = None if kwargs else quick_key(signature.comptime, args)
         plan_key = (id(dev), dim_t, checked, races, quick)
         plan = self._plans.get(plan_key) if quick is not None else None
         if plan is None:
-            _check_limits(name, dev, count_t, dim_t)
+            check_limits(name, dev, count_t, dim_t)
             bound = bind_arguments(signature, args, kwargs, name)
             _check_device_arrays(name, dev, signature.names, bound.values)
             ir, executable = self._specialize(bound.specs, dim_t, dev, checked)
@@ -198,7 +139,7 @@ class KernelFunction:
         else:
             most = dev.properties.max_cube_count
             if count_t[0] > most[0] or count_t[1] > most[1] or count_t[2] > most[2]:
-                _check_limits(name, dev, count_t, dim_t)
+                check_limits(name, dev, count_t, dim_t)
             values = plan.bind(args)
         dev.backend.launch(plan.executable, plan.ir, count_t, dim_t, [values[i] for i in plan.order],
                            dev.properties, plan.options)
@@ -208,7 +149,7 @@ class KernelFunction:
         """The IR of the specialization for these arguments, as text."""
         dev = self._device(device)
         bound = bind_arguments(self.signature, args, kwargs, self.__name__)
-        kernel, _ = self._specialize(bound.specs, _topology(dim, "CubeDim", self.__name__), dev, checked)
+        kernel, _ = self._specialize(bound.specs, topology(dim, "CubeDim", self.__name__), dev, checked)
         return print_kernel(kernel)
 
     def source(self, *args, device: Device | str | None = None, dim=(32, 1, 1), form: str = "source",
@@ -216,7 +157,7 @@ class KernelFunction:
         """The backend's generated code for these arguments (``form`` e.g. "source", "optimized")."""
         dev = self._device(device)
         bound = bind_arguments(self.signature, args, kwargs, self.__name__)
-        kernel, executable = self._specialize(bound.specs, _topology(dim, "CubeDim", self.__name__), dev, checked)
+        kernel, executable = self._specialize(bound.specs, topology(dim, "CubeDim", self.__name__), dev, checked)
         render = getattr(dev.backend, "source", None)
         if render is None:
             return print_kernel(kernel)

@@ -23,14 +23,14 @@ def verify_partitioning(strategy, shape, count, dim) -> None:
 
         cb.verify_partitioning(cb.Linear1D(), (1000,), count=4, dim=32)
     """
-    from .kernel import _topology
     from .kernel import kernel as make_kernel
+    from .topology import topology
 
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     ndim = len(shape)
     size = int(np.prod(shape))
-    count_t = _topology(count, "CubeCount", "verify_partitioning")
-    dim_t = _topology(dim, "CubeDim", "verify_partitioning")
+    count_t = topology(count, "CubeCount", "verify_partitioning")
+    dim_t = topology(dim, "CubeDim", "verify_partitioning")
     total_units = int(np.prod(count_t)) * int(np.prod(dim_t))
 
     if ndim == 1:
