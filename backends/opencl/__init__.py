@@ -6,7 +6,8 @@ preferred work-group size multiple of a probe kernel, or ``plane_dim=`` given to
 backend they must be reached by every unit of the cube (cube-uniform control flow).
 
 Arguments: NumPy arrays are copied in (and Mut ones back, into the same array, after the
-launch); ``pyopencl.array.Array`` arguments are used in place.
+launch); ``pyopencl.array.Array`` arguments (of this device's context, at offset 0) are used in
+place: the runtime describes them as `DeviceArray`s of platform "opencl".
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 
 from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Buffer, Kernel
+from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import OPENCL, Rendered, empty_record, oob_error, render
@@ -52,8 +54,23 @@ class Executable:
     arg_cache: list = field(default_factory=list)
 
 
+def _describe_cl_array(a) -> DeviceArray:
+    """A pyopencl array as a DeviceArray. OpenCL has no pointers: ``ptr`` orders buffers by their
+    handle (distinct buffers never overlap) and places the array at its offset inside its buffer."""
+    if not a.flags.c_contiguous:
+        raise NotContiguous(f"strides {a.strides}")
+    if a.offset:
+        raise ValueError(f"an OpenCL array at offset {a.offset} inside its buffer; pass a copy at offset 0")
+    return DeviceArray(a, (a.base_data.int_ptr << 40) + a.offset, tuple(a.shape), a.dtype, False, "opencl")
+
+
+def _cl_array_facts(a) -> tuple:
+    return (a.dtype, a.ndim, a.flags.c_contiguous)
+
+
 class OpenCLBackend:
     name = "opencl"
+    device_array_platforms = frozenset({"opencl"})
 
     def __init__(self):
         self._states: dict[DeviceProperties, _DeviceState] = {}
@@ -63,6 +80,9 @@ class OpenCLBackend:
 
     def probe(self, index: int = 0, platform: int | None = None, plane_dim: int | None = None, **_) -> DeviceProperties:
         cl = _cl()
+        import pyopencl.array
+
+        register_device_array(pyopencl.array.Array, _describe_cl_array, _cl_array_facts)
         try:
             platforms = cl.get_platforms()
         except Exception as e:  # no ICD loader or no platform
@@ -104,6 +124,11 @@ class OpenCLBackend:
             features=frozenset(features))
         self._states[props] = _DeviceState(dev, ctx, queue)
         return props
+
+    def queue(self, properties: DeviceProperties):
+        """The device's pyopencl CommandQueue: make `pyopencl.array` arrays with it to have kernels
+        use them in place (``cb.device("opencl").backend.queue(dev.properties)``)."""
+        return self._state(properties).queue
 
     def _state(self, properties: DeviceProperties) -> _DeviceState:
         state = self._states.get(properties)
@@ -157,8 +182,11 @@ class OpenCLBackend:
                         dev = cl.Buffer(ctx, flags | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
                         if buf_param.mutable:
                             copy_back.append((host, dev))
-                else:  # a pyopencl.array.Array (or anything with .data a cl.Buffer): in place
-                    dev = getattr(arr, "base_data", None) or arr.data
+                elif isinstance(arr, DeviceArray):  # a pyopencl array: used in place
+                    dev = arr.owner.base_data
+                else:
+                    raise ArgumentValueError(f"argument '{buf_param.name}' is a {type(arr).__name__}, which "
+                                             "the OpenCL device cannot use", kernel.name)
                 buffers[slot.param] = arr
                 values.append(dev)
             elif slot.kind == "shape":

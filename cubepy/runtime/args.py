@@ -242,6 +242,8 @@ def _checked_array(kernel_name, name, ann, value, mutable):
         except NotContiguous as e:
             raise ArgumentValueError(f"parameter '{name}' is a device array that is not C-contiguous ({e}); "
                                      "pass a contiguous copy", kernel_name) from None
+        except ValueError as e:
+            raise ArgumentValueError(f"parameter '{name}': {e}", kernel_name) from None
         return _check_array_facts(kernel_name, name, ann, array, mutable, array.readonly)
     if isinstance(value, (list, tuple)) or np.isscalar(value) or value is None:
         raise ArgumentTypeError(f"parameter '{name}' expects an array (NumPy, or anything with "

@@ -23,3 +23,18 @@ def dev():
 def test_source_is_opencl_c(dev):
     src = g.saxpy.source(np.ones(8, np.float32), np.ones(8, np.float32), 1.0, device=dev)
     assert "__kernel" in src and "restrict" in src and "__global const float*" in src
+
+
+def test_pyopencl_arrays_are_used_in_place(dev):
+    import pyopencl.array as cla
+
+    queue = dev.backend.queue(dev.properties)
+    x = cla.to_device(queue, np.arange(256, dtype=np.float32))
+    y = cla.to_device(queue, np.ones(256, np.float32))
+    data = y.base_data
+    g.saxpy.launch(1, 256, x, y, 2.0, device=dev)
+    dev.synchronize()
+    assert y.base_data is data
+    np.testing.assert_allclose(y.get(), 2 * np.arange(256) + 1)
+    with pytest.raises(ValueError, match="Mut argument 'y' overlaps argument 'x'"):
+        g.saxpy.launch(1, 256, x, x, 2.0, device=dev)
