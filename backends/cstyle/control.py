@@ -1,0 +1,84 @@
+"""Control flow and op dispatch: blocks, ``if``/``for``/``for (;;)``, ``break``/``continue``/``return``,
+barriers (a mixin of `renderer._Renderer`)."""
+
+from __future__ import annotations
+
+from cubepy.errors import CubeTypeError
+from cubepy.ir.nodes import BINARY, COMPARE, PLANE_OPS, UNARY, Block, Const, Op
+
+
+class ControlFlow:
+    """Statements: each op to its ``_op_<opcode>`` handler, structured control flow to C."""
+
+    # --- statements ---------------------------------------------------------------------
+
+    def _block(self, block: Block) -> None:
+        for op in block.ops:
+            self._op(op)
+
+    def _nested(self, block: Block) -> None:
+        self.depth += 1
+        self._block(block)
+        self.depth -= 1
+
+    def _op(self, op: Op) -> None:
+        code = op.opcode
+        handler = getattr(self, f"_op_{code}", None)
+        if handler is not None:
+            handler(op)
+        elif code in UNARY:
+            dt = op.args[0].type.dtype
+            self._define(op, lambda i: self._unary(code, dt, self._arg(op.args[0], i)))
+        elif code in BINARY or code in COMPARE:
+            dt = op.args[0].type.dtype
+            self._define(op, lambda i: self._binary(code, dt, self._arg(op.args[0], i), self._arg(op.args[1], i)))
+        elif code in PLANE_OPS:
+            self._plane(op)
+        else:
+            raise CubeTypeError(f"the {self.d.name} backend cannot render opcode {code!r}", self.k.name, op.loc)
+
+    # --- control flow -------------------------------------------------------------------
+
+    def _op_sync_cube(self, op: Op) -> None:
+        self._line(self.d.barrier)
+
+    def _op_if(self, op: Op) -> None:
+        then, other = op.blocks[0], op.blocks[1] if len(op.blocks) > 1 else Block()
+        cond = self._arg(op.args[0])
+        if not then.ops and other.ops:
+            then, other, cond = other, Block(), f"!{cond}"
+        self._line(f"if ({cond}) {{")
+        self._nested(then)
+        if other.ops:
+            self._line("} else {")
+            self._nested(other)
+        self._line("}")
+
+    def _op_for(self, op: Op) -> None:
+        start, stop, step = (self._arg(a) for a in op.args)
+        var = self.names[op.attrs["var"].id]
+        s = op.args[2]
+        if isinstance(s, Const):
+            cond = f"{var} {'<' if s.value > 0 else '>'} {stop}"
+        else:
+            cond = f"({step} > 0 ? {var} < {stop} : {var} > {stop})"
+        self._line(f"for ({var} = {start}; {cond}; {var} += {step}) {{")
+        self._nested(op.blocks[0])
+        self._line("}")
+
+    def _op_loop(self, op: Op) -> None:
+        self._line("for (;;) {")
+        self._nested(op.blocks[0])
+        self._line("}")
+
+    def _op_break(self, op: Op) -> None:
+        self._line("break;")
+
+    def _op_continue(self, op: Op) -> None:
+        self._line("continue;")
+
+    def _op_return(self, op: Op) -> None:
+        self._line("return;")
+
+
+__all__ = ["ControlFlow"]

@@ -1,0 +1,163 @@
+"""Where values come from and go: parameters, extents and built-in positions; array and variable loads
+and stores; atomics (native or CAS loops); the ``report_oob`` error record (a mixin of `renderer._Renderer`)."""
+
+from __future__ import annotations
+
+from cubepy.errors import CubeTypeError
+from cubepy.ir.nodes import Buffer, Op
+from cubepy.ir.types import DTYPES_BY_NAME, DType
+
+from .rendered import MAX_DIMS, OOBSite
+
+
+class Memory:
+    """Inputs, loads, stores, atomics and the out-of-bounds report."""
+
+    # --- inputs ---------------------------------------------------------------------------
+
+    def _op_builtin(self, op: Op) -> None:
+        name = op.attrs["name"]
+        if name == "plane_dim":
+            expr = str(self.P)
+        elif name == "unit_pos_plane":
+            expr = "cb_lane"
+        else:
+            expr = self.d.builtins[name]
+        self._define(op, lambda i: expr)
+
+    def _op_param(self, op: Op) -> None:
+        name = self.names[("param", op.attrs["index"])]
+        dt = op.result.type.dtype
+        pd = self.d.param_storage.get(dt.name)
+        if pd is None:
+            expr = name
+        elif dt.is_bool:
+            expr = f"({name} != 0)"
+        else:
+            expr = self._cast(name, DTYPES_BY_NAME[pd], dt)
+        self._define(op, lambda i: expr)
+
+    def _op_shape(self, op: Op) -> None:
+        buf = op.args[0]
+        self._define(op, lambda i: f"{self.names[buf.id]}_shape{op.attrs['dim']}")
+
+    # --- arrays and variables -------------------------------------------------------------
+
+    def _index(self, buf: Buffer, indices) -> str:
+        name = self.names[buf.id]
+        idx = [self._arg(a) for a in indices]
+        if not idx:
+            return "0"
+        flat = idx[0]
+        for dim, i in enumerate(idx[1:], start=1):
+            extent = str(buf.shape[dim]) if buf.shape is not None else f"{name}_shape{dim}"
+            flat = f"({flat}) * {extent} + {i}"
+        return flat
+
+    def _op_load(self, op: Op) -> None:
+        buf = op.args[0]
+        ref = f"{self.names[buf.id]}[{self._index(buf, op.args[1:])}]"
+        st = self._storage(buf.type)
+        if st == buf.type:
+            self._line(f"const {self._vt(buf.type)} {self._name(op.result)} = {ref};")
+            return
+        tmp = self._unique(f"{self._name(op.result)}_raw")
+        self._line(f"const {self._vt(st)} {tmp} = {ref};")
+        self._define(op, lambda i: self._cast(self._el(tmp, st, i), st.dtype, buf.type.dtype))
+
+    def _op_store(self, op: Op) -> None:
+        buf, value = op.args[0], op.args[-1]
+        ref = f"{self.names[buf.id]}[{self._index(buf, op.args[1:-1])}]"
+        st = self._storage(buf.type)
+        if st == buf.type:
+            self._line(f"{ref} = {self._arg(value)};")
+        elif st.width == 1:
+            self._line(f"{ref} = {self._cast(self._arg(value), buf.type.dtype, st.dtype)};")
+        else:
+            tmp = self._unique("cb_store")
+            self._line(f"{self._vt(st)} {tmp};")
+            for i in range(st.width):
+                self._line(f"{self._el(tmp, st, i)} = {self._cast(self._arg(value, i), buf.type.dtype, st.dtype)};")
+            self._line(f"{ref} = {tmp};")
+
+    def _op_load_var(self, op: Op) -> None:
+        self._line(f"const {self._vt(op.result.type)} {self._name(op.result)} = {self.names[op.args[0].id]};")
+
+    def _op_store_var(self, op: Op) -> None:
+        self._line(f"{self.names[op.args[0].id]} = {self._arg(op.args[1])};")
+
+    # --- the out-of-bounds report ---------------------------------------------------------
+
+    def _op_report_oob(self, op: Op) -> None:
+        n = len(op.args) // 2
+        if n > MAX_DIMS:
+            raise CubeTypeError(f"arrays of more than {MAX_DIMS} dimensions are not supported", self.k.name, op.loc)
+        site = len(self.sites)
+        self.sites.append(OOBSite(op.attrs.get("array", "?"), n, op.loc))
+        b = self.d.builtins
+        cas = self.d.cas[32].format(p="&cb_err[0]", cmp="0", v="1")
+        self._line(f"if ({cas} == 0) {{  // the first out-of-bounds access of the launch wins")
+        vals = [str(site)] + [b[f"unit_pos_{a}"] for a in "xyz"] + [b[f"cube_pos_{a}"] for a in "xyz"]
+        vals += [self._arg(a) for a in op.args[:n]]
+        for j, v in enumerate(vals):
+            self._line(f"  cb_err[{j + 1}] = {v};")
+        for j, a in enumerate(op.args[n:]):
+            self._line(f"  cb_err[{8 + MAX_DIMS + j}] = {self._arg(a)};")
+        self._line("}")
+
+    # --- atomics --------------------------------------------------------------------------
+
+    def _op_atomic(self, op: Op) -> None:
+        buf, kind = op.args[0], op.attrs["op"]
+        nvals = 2 if kind == "cas" else 1
+        if buf.type.width != 1:
+            raise CubeTypeError("atomics work on scalar elements, not Lines", self.k.name, op.loc)
+        ref = f"{self.names[buf.id]}[{self._index(buf, op.args[1:-nvals])}]"
+        helper = self._atomic_helper(kind, buf.type.dtype, buf.kind)
+        vals = ", ".join(self._arg(a) for a in op.args[-nvals:])
+        if op.result is not None:
+            self._line(f"const {self._vt(op.result.type)} {self._name(op.result)} = {helper}(&{ref}, {vals});")
+        else:
+            self._line(f"{helper}(&{ref}, {vals});")
+
+    def _atomic_helper(self, kind: str, dtype: DType, space: str) -> str:
+        d = self.d
+        if dtype.is_bool:
+            raise CubeTypeError("atomics on bool arrays are not supported", self.k.name)
+        name = f"cb_atomic_{kind}_{dtype.name}_{space}"
+        if name in self.helpers:
+            return name
+        q = {"global": d.global_q, "shared": d.local_q}.get(space, "")
+        ct = self._c(dtype)
+        args = f"{q}{ct}* p, {ct} c, {ct} v" if kind == "cas" else f"{q}{ct}* p, {ct} v"
+        new = ("(cur == c ? v : cur)" if kind == "cas" else "v" if kind == "exchange"
+               else self._binary({"and": "and", "or": "or", "xor": "xor"}.get(kind, kind), dtype, "cur", "v"))
+        native = d.atomics.get((kind, dtype.name))
+        if space == "local":        # private to the unit: a plain read-modify-write
+            body = f"{ct} cur = *p;\n  *p = {new};\n  return cur;"
+        elif native is not None:
+            body = f"return {native.format(p='p', v='v', cmp='c')};"
+        elif dtype.bits >= 32:
+            w = DTYPES_BY_NAME[f"u{dtype.bits}"]
+            wt = self._c(w)
+            cas = d.cas[dtype.bits].format(p=f"({q}{wt}*)p", cmp="assumed", v=d.bitcast.format(to=wt, x="nv"))
+            body = (f"{wt} old = *({q}volatile {wt}*)p, assumed;\n  {ct} cur;\n"
+                    f"  do {{\n    assumed = old;\n    cur = {d.bitcast.format(to=ct, x='assumed')};\n"
+                    f"    const {ct} nv = {new};\n    old = {cas};\n  }} while (old != assumed);\n  return cur;")
+        else:
+            u = DTYPES_BY_NAME[f"u{dtype.bits}"]
+            ut, wt = self._c(u), self._c(DTYPES_BY_NAME["u32"])
+            bits_of = d.bitcast.format(to=ut, x="nv") if dtype.is_float else f"({ut})nv"
+            from_bits = (d.bitcast.format(to=ct, x=f"({ut})((assumed >> sh) & {(1 << dtype.bits) - 1}u)")
+                         if dtype.is_float else f"({ct})((assumed >> sh) & {(1 << dtype.bits) - 1}u)")
+            cas = d.cas[32].format(p="wp", cmp="assumed", v=f"(assumed & ~m) | ((({wt}){bits_of} << sh) & m)")
+            body = (f"{q}{wt}* wp = ({q}{wt}*)(({d.size_t})p & ~({d.size_t})3);\n"
+                    f"  const int sh = (int)((({d.size_t})p & 3) * 8);\n"
+                    f"  const {wt} m = {(1 << dtype.bits) - 1}u << sh;\n"
+                    f"  {wt} old = *({q}volatile {wt}*)wp, assumed;\n  {ct} cur;\n"
+                    f"  do {{\n    assumed = old;\n    cur = {from_bits};\n    const {ct} nv = {new};\n"
+                    f"    old = {cas};\n  }} while (old != assumed);\n  return cur;")
+        return self._helper(name, f"{d.device_fn} {ct} {name}({args}) {{\n  {body}\n}}")
+
+
+__all__ = ["Memory"]

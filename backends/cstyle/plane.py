@@ -1,0 +1,111 @@
+"""Plane ops: reductions, votes, shuffles and scans as preamble helpers, on hardware shuffles or emulated
+through shared (local) memory (a mixin of `renderer._Renderer`)."""
+
+from __future__ import annotations
+
+from cubepy.ir.nodes import PLANE_REDUCE, Op
+from cubepy.ir.types import DType, Type, u64
+
+
+class PlaneOps:
+    """The ``plane_*`` opcodes; the renderer provides P, units, mask_t, full_mask and the cb_lane state."""
+
+    # --- plane ops ------------------------------------------------------------------------
+
+    def _plane(self, op: Op) -> None:
+        code = op.opcode
+        if code == "plane_elect":
+            self._define(op, lambda i: "(cb_lane == 0)")
+            return
+        x = op.args[0]
+        dt = x.type.dtype
+        helper = self._plane_helper(code, dt)
+        local = self.d.plane_mode != "shuffle"
+        tail = "cb_lin, cb_plane_scratch" if local else "cb_lane, cb_pmask"
+        extra = f"{self._arg(op.args[1])}, " if len(op.args) > 1 else ""
+        self._define(op, lambda i: f"{helper}({self._arg(x, i)}, {extra}{tail})")
+
+    def _shfl(self, x: str, lane: str, dtype: DType) -> str:
+        """Read ``x`` (of ``dtype``) from ``lane`` of the plane (shuffle mode); widened where needed."""
+        d = self.d
+        if dtype.name in d.shfl_dtypes:
+            return d.shfl.format(mask="m", x=x, lane=lane, width=self.P)
+        if dtype.is_float:
+            return f"(({self._c(dtype)}){d.shfl.format(mask='m', x=f'((float){x})', lane=lane, width=self.P)})"
+        return f"(({self._c(dtype)}){d.shfl.format(mask='m', x=f'((int){x})', lane=lane, width=self.P)})"
+
+    def _plane_helper(self, code: str, dtype: DType) -> str:
+        name = f"cb_{code}_{dtype.name}"
+        if name in self.helpers:
+            return name
+        d, P, M = self.d, self.P, self.mask_t
+        ct = self._c(dtype)
+        rt = self._c(u64) if code == "plane_ballot" else "bool" if code in ("plane_all", "plane_any") else ct
+        lane_arg = ", int a" if code in ("plane_broadcast", "plane_shuffle", "plane_shuffle_xor",
+                                         "plane_shuffle_up", "plane_shuffle_down") else ""
+        src = {"plane_broadcast": f"a & {P - 1}", "plane_shuffle": f"a & {P - 1}", "plane_shuffle_xor": "lane ^ a",
+               "plane_shuffle_up": "lane - a", "plane_shuffle_down": "lane + a"}.get(code)
+        combine = {"plane_sum": "add", "plane_prod": "mul", "plane_min": "min", "plane_max": "max",
+                   "plane_inclusive_sum": "add", "plane_exclusive_sum": "add"}.get(code)
+        zero = self._lit(0, dtype)
+        if d.plane_mode == "shuffle":
+            sig = f"{d.device_fn} {rt} {name}({ct} x{lane_arg}, int lane, {M} m)"
+            if code in PLANE_REDUCE:
+                y = self._shfl("x", "lane ^ d", dtype)
+                yl = self._shfl("x", "l", dtype)
+                body = (f"if (m == {self.full_mask}) {{\n"
+                        f"    for (int d = {P // 2}; d > 0; d >>= 1) {{ const {ct} y = {y}; "
+                        f"x = {self._binary(combine, dtype, 'x', 'y')}; }}\n    return x;\n  }}\n"
+                        f"  {ct} acc = {self._shfl('x', '0', dtype)};\n"
+                        f"  for (int l = 1; l < {P}; ++l) {{\n    const {ct} y = {yl};\n"
+                        f"    if ((m >> l) & 1) acc = {self._binary(combine, dtype, 'acc', 'y')};\n  }}\n"
+                        f"  return acc;")
+            elif code in ("plane_all", "plane_any", "plane_ballot"):
+                bal = f"(({M})({d.ballot.format(mask='m', pred='x')}) & m)"
+                body = {"plane_all": f"return {bal} == m;", "plane_any": f"return {bal} != 0;",
+                        "plane_ballot": f"return ({rt}){bal};"}[code]
+            elif src is not None:
+                y = self._shfl("x", "ok ? s : lane", dtype)
+                body = (f"const int s = {src};\n  const bool ok = s >= 0 && s < {P} && ((m >> s) & 1);\n"
+                        f"  const {ct} y = {y};\n  return ok ? y : x;")
+            else:
+                y = self._shfl("x", "lane >= d ? lane - d : lane", dtype)
+                body = (f"for (int d = 1; d < {P}; d <<= 1) {{\n    const {ct} y = {y};\n"
+                        f"    if (lane >= d && ((m >> (lane - d)) & 1)) x = {self._binary('add', dtype, 'x', 'y')};\n"
+                        f"  }}\n")
+                if code == "plane_inclusive_sum":
+                    body += "  return x;"
+                else:
+                    body += f"  const {ct} y = {self._shfl('x', 'lane > 0 ? lane - 1 : 0', dtype)};\n" \
+                            f"  return lane > 0 ? y : {zero};"
+        else:   # emulated through shared (local) memory: every unit of the cube takes part
+            st = self._c(self._storage(Type(dtype)).dtype)
+            sig = f"{d.device_fn} {rt} {name}({ct} x{lane_arg}, int lin, {d.local_q}{self._c(u64)}* scratch)"
+            ld = (lambda e: f"({e} != 0)") if dtype.is_bool else (lambda e: e)
+            head = (f"{d.local_q}{st}* sh = ({d.local_q}{st}*)scratch;\n"
+                    f"  const int lane = lin & {P - 1}, base = lin - lane;\n"
+                    f"  const int n = {self.units} - base < {P} ? {self.units} - base : {P};\n"
+                    f"  {d.local_barrier}\n  sh[lin] = ({st})x;\n  {d.local_barrier}\n  ")
+            if code in PLANE_REDUCE:
+                body = (f"{ct} acc = {ld('sh[base]')};\n"
+                        f"  for (int l = 1; l < n; ++l) acc = "
+                        f"{self._binary(combine, dtype, 'acc', ld('sh[base + l]'))};\n  return acc;")
+            elif code in ("plane_all", "plane_any", "plane_ballot"):
+                body = (f"{self._c(u64)} bits = 0;\n"
+                        f"  for (int l = 0; l < n; ++l) if (sh[base + l]) bits |= ({self._c(u64)})1 << l;\n"
+                        f"  return " + {"plane_all": f"bits == ((n == 64) ? ~({self._c(u64)})0 : "
+                                                    f"((({self._c(u64)})1 << n) - 1));",
+                                        "plane_any": "bits != 0;", "plane_ballot": "bits;"}[code])
+            elif src is not None:
+                body = (f"const int s = {src};\n"
+                        f"  return (s >= 0 && s < n) ? {ld('sh[base + s]')} : x;")
+            else:
+                stop = "lane" if code == "plane_inclusive_sum" else "lane - 1"
+                body = (f"{ct} acc = {zero};\n"
+                        f"  for (int l = 0; l <= {stop}; ++l) acc = "
+                        f"{self._binary('add', dtype, 'acc', ld('sh[base + l]'))};\n  return acc;")
+            body = head + body
+        return self._helper(name, f"{sig} {{\n  {body}\n}}")
+
+
+__all__ = ["PlaneOps"]

@@ -1,0 +1,47 @@
+"""What rendering a kernel returns: the `Rendered` source and launch facts, its argument slots, its
+``report_oob`` sites, and the layout of the device-side error record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cubepy.ir.nodes import SourceLoc
+
+MAX_DIMS = 8
+ERROR_WORDS = 8 + 2 * MAX_DIMS
+
+
+@dataclass(frozen=True)
+class ArgSlot:
+    """One kernel argument: ``kind`` is "buffer", "shape" (extent ``dim`` of param ``param``),
+    "scalar" (passed as NumPy type ``numpy``) or "error" (the error record)."""
+
+    kind: str
+    param: int | None = None
+    dim: int = 0
+    numpy: str = ""
+
+
+@dataclass(frozen=True)
+class OOBSite:
+    """A ``report_oob`` of the kernel: which array, its rank, where in the user's source."""
+
+    array: str
+    ndim: int
+    loc: SourceLoc | None
+
+
+@dataclass
+class Rendered:
+    name: str
+    source: str
+    args: list[ArgSlot]
+    sites: list[OOBSite]
+    units: int
+    plane_dim: int
+    static_shared_bytes: int
+    dynamic_shared_bytes: int
+    alignments: dict[int, int] = field(default_factory=dict)   # param index -> byte alignment needed
+
+
+__all__ = ["ERROR_WORDS", "MAX_DIMS", "ArgSlot", "OOBSite", "Rendered"]
