@@ -33,6 +33,9 @@ _SCALAR_FMT = {"bool_": "?7x", "i8": "b7x", "u8": "B7x", "i16": "h6x", "u16": "H
                "i64": "q", "u64": "Q", "f16": "e6x", "f32": "f4x", "f64": "d"}
 # launches with fewer units than this run on the calling thread only
 SERIAL_UNITS = 1 << 15
+# a gang (gang.py) is this many SIMD registers wide: independent chains hide FMA latency, and a
+# gang's memory accesses cover several cache lines
+GANG_VECTORS = 4
 
 
 def _levels(kernel: Kernel) -> dict:
@@ -129,7 +132,7 @@ class CpuBackend:
     def generate(self, kernel: Kernel, properties: DeviceProperties | None = None) -> tuple[str, Layout]:
         host = jit.init()
         plane_dim = kernel.plane_dim or properties.plane_dim
-        gen = Codegen(kernel, plane_dim, _levels(kernel))
+        gen = Codegen(kernel, plane_dim, _levels(kernel), vf=GANG_VECTORS * jit.simd_f32_lanes())
         return gen.generate(host["triple"], host["datalayout"])
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:

@@ -2,9 +2,10 @@
 
     python benchmarks/cpu/bench_cpu.py [--reps 20] [--out benchmarks/cpu/results.json]
 
-Rows: triad/saxpy over 2^25 f32, a compute-bound polynomial, a sum reduction, the warm launch
-overhead of a 1024-element kernel, the cold compile of saxpy, and a fresh process launching with
-a warm disk cache. Each figure is the median of many repetitions. Rows whose competitor is not
+Rows: triad/saxpy over 2^25 f32 (unchecked, and checked: the default), a compute-bound
+polynomial, sum reductions (shared memory; plane_sum + atomic), the warm launch overhead of a
+1024-element kernel, the cold compile of saxpy, and a fresh process launching with a warm disk
+cache. Each figure is the median of many repetitions. Rows whose competitor is not
 installed (numba, gcc) are skipped with a note.
 """
 
@@ -44,6 +45,30 @@ def saxpy_checked(x: Array[f32], y: Mut[Array[f32]], a: f32):
     i = cb.ABSOLUTE_POS
     if i < len(x):
         y[i] = a * x[i] + y[i]
+
+
+@cb.kernel(checked=False)
+def triad(x: Array[f32], y: Array[f32], z: Mut[Array[f32]], a: f32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        z[i] = x[i] + a * y[i]
+
+
+@cb.kernel
+def triad_checked(x: Array[f32], y: Array[f32], z: Mut[Array[f32]], a: f32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        z[i] = x[i] + a * y[i]
+
+
+@cb.kernel
+def reduce_plane(x: Array[f32], out: Mut[Array[f32]], stride: i32):
+    acc = f32(0.0)
+    for j in range(cb.ABSOLUTE_POS, len(x), stride):
+        acc += x[j]
+    s = cb.plane_sum(acc)
+    if cb.UNIT_POS_PLANE == 0:
+        cb.atomic_add(out, 0, s)
 
 
 @cb.kernel(checked=False)
@@ -237,6 +262,11 @@ def main() -> None:
         row("saxpy 2^25 f32", "C -O3 -march=native omp", t, f"{gb / t:.1f} GB/s")
     t = median_time(lambda: np.add(y, 2.0 * x, out=y), max(3, reps // 4))
     row("saxpy 2^25 f32", "numpy", t, f"{gb / t:.1f} GB/s")
+    z = np.zeros(N, np.float32)
+    for kern, label in ((triad, "unchecked"), (triad_checked, "checked")):
+        kt = kern[N // 256, 256]
+        t = median_time(lambda: kt(x, y, z, 2.0, device=dev), reps)
+        row("triad 2^25 f32", f"cubepy cpu ({label})", t, f"{gb / t:.1f} GB/s")
 
     # --- compute-bound polynomial ----------------------------------------------------------
     px_ = rng.random(POLY_N, dtype=np.float32)
@@ -274,6 +304,16 @@ def main() -> None:
     t = median_time(chunk_sum, reps)
     row("sum 2^25 f32", "cubepy cpu, chunk per unit", t, f"{4 * N / 1e9 / t:.1f} GB/s")
     assert abs(chunk_sum() - float(x.sum(dtype=np.float64))) < 1e-3 * N
+    kpl = reduce_plane[cubes, 256]
+    total = np.zeros(1, np.float32)
+
+    def plane_sum():
+        total[0] = 0
+        kpl(x, total, cubes * 256, device=dev)
+        return float(total[0])
+    t = median_time(plane_sum, reps)
+    row("sum 2^25 f32", "cubepy cpu, plane_sum+atomic", t, f"{4 * N / 1e9 / t:.1f} GB/s")
+    assert abs(plane_sum() - float(x.sum(dtype=np.float64))) < 1e-3 * N
     if nb:
         t = median_time(lambda: nb[1](x), reps)
         row("sum 2^25 f32", "numba parallel", t, f"{4 * N / 1e9 / t:.1f} GB/s")

@@ -1,0 +1,242 @@
+"""Cube-level lowering: regions as unit loops, status words, masked and uniform control flow around barriers."""
+
+from __future__ import annotations
+
+from cubepy.ir.nodes import (
+    PLANE_OPS,
+    Block,
+    Const,
+    Op,
+)
+
+from .common import CpuCompileError, _code
+
+
+class CubeMixin:
+    def _cube_block(self, block: Block) -> None:
+        seg: list[Op] = []
+        for op in block.ops:
+            if self.barrier(op):
+                if seg:
+                    self._region(seg)
+                    seg = []
+                self._cube_op(op)
+            else:
+                seg.append(op)
+        if seg:
+            self._region(seg)
+
+    def _region(self, ops: list[Op]) -> None:
+        if self._gang_ok(ops):
+            self._gang_region(ops)
+            return
+
+        def body():
+            for op in ops:
+                self._unit_op(op)
+        self._oob_region_begin(ops)
+        self._unit_loop(body, records=True)
+        self._oob_region_end()
+
+    def _unit_loop(self, body, all_units: bool = False, records: bool = False) -> None:
+        """for u in range(U): (if status[u] == 0:) body() -- body may branch to self.unit_end."""
+        fn = self.fn
+        uvar = fn.alloca("i32", 4)
+        fn.emit(f"store i32 0, ptr {uvar}")
+        head, work, latch, done = (fn.label(x) for x in ("u_head", "u_work", "u_latch", "u_done"))
+        fn.block(head)
+        u = fn.op(f"load i32, ptr {uvar}")
+        fn.cbr(fn.op(f"icmp slt i32 {u}, {self.U}"), work, done)
+        fn.block(work)
+        saved = self.u, self.regs, getattr(self, "unit_end", None)
+        self.u, self.regs, self.unit_end = u, {}, latch
+        if records:
+            self._oob_unit_begin()
+        if self.need_status and not all_units:
+            go = fn.label("u_go")
+            fn.cbr(fn.op(f"icmp eq i32 {self._status(u)}, 0"), go, latch)
+            fn.block(go)
+        body()
+        fn.block(latch)
+        if records:
+            self._oob_unit_end(u)
+        fn.emit(f"store i32 {fn.op(f'add i32 {u}, 1')}, ptr {uvar}")
+        fn.br(head)
+        fn.block(done)
+        self.u, self.regs, self.unit_end = saved
+
+    def _status_ptr(self, u: str) -> str:
+        base = self._ws(self.status_off)
+        return self.fn.op(f"getelementptr i32, ptr {base}, i32 {u}")
+
+    def _status(self, u: str) -> str:
+        return self.fn.op(f"load i32, ptr {self._status_ptr(u)}, align 4")
+
+    def _set_status(self, u: str, value) -> None:
+        self.fn.emit(f"store i32 {value}, ptr {self._status_ptr(u)}, align 4")
+
+    def _remap_status(self, mapping: dict[int, int]) -> None:
+        """Over all units: status[u] = mapping.get(status[u], status[u])."""
+        def body():
+            s = self._status(self.u)
+            new = s
+            for old, to in mapping.items():
+                new = self.fn.op(f"select i1 {self.fn.op(f'icmp eq i32 {s}, {old}')}, i32 {to}, i32 {new}")
+            self._set_status(self.u, new)
+        self._unit_loop(body, all_units=True)
+
+    def _any_running(self) -> str:
+        """An i1: does any unit have status 0?"""
+        fn = self.fn
+        acc = fn.alloca("i1", 1)
+        fn.emit(f"store i1 false, ptr {acc}")
+
+        def body():
+            z = fn.op(f"icmp eq i32 {self._status(self.u)}, 0")
+            cur = fn.op(f"load i1, ptr {acc}")
+            fn.emit(f"store i1 {fn.op(f'or i1 {cur}, {z}')}, ptr {acc}")
+        self._unit_loop(body, all_units=True)
+        return fn.op(f"load i1, ptr {acc}")
+
+    def _cube_op(self, op: Op) -> None:
+        code = op.opcode
+        if code == "sync_cube":
+            return
+        if code in PLANE_OPS:
+            self._plane(op)
+        elif code == "if":
+            self._cube_if(op)
+        elif code in ("for", "loop"):
+            self._cube_loop(op)
+        else:  # pragma: no cover
+            raise CpuCompileError(f"{code} cannot hold a barrier", self.k.name, op.loc)
+
+    def _first_running_value(self, v) -> tuple[str, str | None]:
+        """(value, has_any): ``v`` of the first running unit; has_any is an i1 or None (all run)."""
+        fn = self.fn
+        if isinstance(v, Const) or v.id in self.invariant:
+            return self._get_cube(v), None
+        if not self.need_status:
+            self.u, self.regs = "0", {}
+            r = self._get(v)
+            self.u = None
+            return r, None
+        idx = fn.alloca("i32", 4)
+        fn.emit(f"store i32 {self.U}, ptr {idx}")
+        uvar = fn.alloca("i32", 4)
+        fn.emit(f"store i32 0, ptr {uvar}")
+        head, work, found, latch, done = (fn.label(x) for x in ("f_head", "f_work", "f_found", "f_latch", "f_done"))
+        fn.block(head)
+        u = fn.op(f"load i32, ptr {uvar}")
+        fn.cbr(fn.op(f"icmp slt i32 {u}, {self.U}"), work, done)
+        fn.block(work)
+        fn.cbr(fn.op(f"icmp eq i32 {self._status(u)}, 0"), found, latch)
+        fn.block(found)
+        fn.emit(f"store i32 {u}, ptr {idx}")
+        fn.br(done)
+        fn.block(latch)
+        fn.emit(f"store i32 {fn.op(f'add i32 {u}, 1')}, ptr {uvar}")
+        fn.br(head)
+        fn.block(done)
+        first = fn.op(f"load i32, ptr {idx}")
+        has = fn.op(f"icmp slt i32 {first}, {self.U}")
+        safe = fn.op(f"select i1 {has}, i32 {first}, i32 0")
+        self.u, self.regs = safe, {}
+        r = self._get(v)
+        self.u = None
+        return r, has
+
+    def _cube_if(self, op: Op) -> None:
+        fn = self.fn
+        cond = op.args[0]
+        then_b = op.blocks[0]
+        else_b = op.blocks[1] if len(op.blocks) > 1 else Block()
+        if self._uniform(cond):
+            c, has = self._first_running_value(cond)
+            lt_, le_, merge = fn.label("cif_then"), fn.label("cif_else"), fn.label("cif_end")
+            if has is not None:
+                test = fn.label("cif_test")
+                fn.cbr(has, test, merge)
+                fn.block(test)
+            fn.cbr(c, lt_, le_)
+            fn.block(lt_)
+            self._cube_block(then_b)
+            fn.br(merge)
+            fn.block(le_)
+            self._cube_block(else_b)
+            fn.br(merge)
+            fn.block(merge)
+            return
+        d = self.depth
+        self.depth += 1
+        skip, done = _code(d, 2), _code(d, 3)
+
+        def mask():
+            nc = fn.op(f"xor i1 {self._get(cond)}, true")
+            yes, no = fn.label("m_skip"), fn.label("m_keep")
+            fn.cbr(nc, yes, no)
+            fn.block(yes)
+            self._set_status(self.u, skip)
+            fn.block(no)
+        self._unit_loop(mask)
+        self._cube_block(then_b)
+        self._remap_status({0: done, skip: 0})
+        self._cube_block(else_b)
+        self._remap_status({done: 0})
+        self.depth -= 1
+
+    def _cube_loop(self, op: Op) -> None:
+        fn = self.fn
+        d = self.depth
+        self.depth += 1
+        brk, cont = _code(d, 0), _code(d, 1)
+        var = op.attrs.get("var") if op.opcode == "for" else None
+        if var is not None:
+            start, stop, step = op.args
+
+            def init():
+                self._store_var(var, self._get(start))
+            self._unit_loop(init)
+        head, body, done = fn.label("cl_head"), fn.label("cl_body"), fn.label("cl_done")
+        fn.block(head)
+        if var is not None:
+            def check():
+                i = self._load_var(var)
+                ok = self._for_cond(i, self._get(stop), step)
+                stop_l, go = fn.label("cl_stop"), fn.label("cl_go")
+                fn.cbr(ok, go, stop_l)
+                fn.block(stop_l)
+                self._set_status(self.u, brk)
+                fn.block(go)
+            self._unit_loop(check)
+        fn.cbr(self._any_running(), body, done)
+        fn.block(body)
+        self.loops.append(("cube", d))
+        self._cube_block(op.blocks[0])
+        self.loops.pop()
+
+        def latch():
+            s = self._status(self.u)
+            s2 = fn.op(f"select i1 {fn.op(f'icmp eq i32 {s}, {cont}')}, i32 0, i32 {s}")
+            self._set_status(self.u, s2)
+            if var is not None:
+                inc, skip = fn.label("cl_inc"), fn.label("cl_skip")
+                fn.cbr(fn.op(f"icmp eq i32 {s2}, 0"), inc, skip)
+                fn.block(inc)
+                i = self._load_var(var)
+                self._store_var(var, fn.op(f"add i32 {i}, {self._get(step)}"))
+                fn.block(skip)
+        self._unit_loop(latch, all_units=True)
+        fn.br(head)
+        fn.block(done)
+        self._remap_status({brk: 0, cont: 0})
+        self.depth -= 1
+
+    def _for_cond(self, i: str, stop: str, step) -> str:
+        fn = self.fn
+        if isinstance(step, Const):
+            return fn.op(f"icmp {'slt' if step.value > 0 else 'sgt'} i32 {i}, {stop}")
+        s = self._get(step)
+        pos = fn.op(f"icmp sgt i32 {s}, 0")
+        return fn.op(f"select i1 {pos}, i1 {fn.op(f'icmp slt i32 {i}, {stop}')}, "
+                     f"i1 {fn.op(f'icmp sgt i32 {i}, {stop}')}")

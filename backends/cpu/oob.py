@@ -1,0 +1,158 @@
+"""Out-of-bounds reports without a call in the unit loop (see DESIGN.md, "Bounds checks").
+
+Inside a region every unit keeps a small record in registers: the site of its first bad access
+(0 = none) and that access's indices (and any extent that is not cube-invariant). The else
+branch of a bounds check only updates the record with selects, so LLVM can still if-convert and
+vectorize the unit loop (and a gang updates the records of all its lanes at once). At the end of
+each unit the record goes to a per-unit array (``%rec``, a noalias part of the workspace) and an
+or-reduction tells whether any unit went out of bounds; only then, after the unit loop, a scan finds
+the lowest such unit and reports its first bad access through the ``cmpxchg`` of the error word.
+"""
+
+from __future__ import annotations
+
+from cubepy.ir.nodes import Const, Op, walk
+
+from .common import MAX_OOB_DIMS
+
+
+def region_sites(ops: list[Op]) -> list[Op]:
+    out = []
+    for op in ops:
+        if op.opcode == "report_oob":
+            out.append(op)
+        for b in op.blocks:
+            out.extend(o for o in walk(b) if o.opcode == "report_oob")
+    return out
+
+
+class OobMixin:
+    def _oob_recorded(self, op: Op) -> list[int]:
+        """Positions of the report's args that each unit records (indices; extents unless invariant)."""
+        nd = len(op.args) // 2
+        return [j for j, a in enumerate(op.args)
+                if j < nd or not (isinstance(a, Const) or a.id in self.invariant)]
+
+    def _oob_layout_words(self) -> int:
+        """i32 words per unit of the record arrays (0 when the kernel has no checks)."""
+        sites = [op for op in walk(self.k.body) if op.opcode == "report_oob"]
+        return 1 + max(len(self._oob_recorded(op)) for op in sites) if sites else 0
+
+    def _rec_ptr(self, word: int, u: str) -> str:
+        base = self.fn.op(f"getelementptr i32, ptr %rec, i32 {word * self.Upad}")
+        return self.fn.op(f"getelementptr i32, ptr {base}, i32 {u}")
+
+    def _oob_region_begin(self, ops: list[Op], lanes: int = 1) -> None:
+        """Set up the per-unit record of a region (``lanes`` > 1: vectors of a gang)."""
+        sites = region_sites(ops)
+        if not sites:
+            self.oob = None
+            return
+        fn = self.fn
+        ty = "i32" if lanes == 1 else f"<{lanes} x i32>"
+        nvals = max(len(self._oob_recorded(op)) for op in sites)
+        self.oob = {"ty": ty, "lanes": lanes, "site": fn.alloca(ty), "vals": [fn.alloca(ty) for _ in range(nvals)],
+                    "any": fn.alloca("i32", 4), "sites": []}
+        fn.emit(f"store i32 0, ptr {self.oob['any']}")
+
+    def _oob_unit_begin(self) -> None:
+        if self.oob:
+            ty = self.oob["ty"]
+            for p in [self.oob["site"], *self.oob["vals"]]:
+                self.fn.emit(f"store {ty} zeroinitializer, ptr {p}" if ty != "i32" else f"store i32 0, ptr {p}")
+
+    def _report_oob(self, op: Op) -> None:
+        """The else branch of a bounds check: remember this access unless the unit has one already."""
+        fn, rec = self.fn, self.oob
+        nd = len(op.args) // 2
+        site = len(self.oob_sites)
+        self.oob_sites.append((op.attrs.get("array", "?"), op.loc, nd))
+        rec["sites"].append((site, op))
+        ty = rec["ty"]
+        zero = "0" if ty == "i32" else "zeroinitializer"
+        cur = fn.op(f"load {ty}, ptr {rec['site']}")
+        first = fn.op(f"icmp eq {ty} {cur}, {zero}")
+        mask = self._oob_mask()
+        if mask is not None:
+            first = fn.op(f"and <{rec['lanes']} x i1> {first}, {mask}")
+        cty = "i1" if ty == "i32" else f"<{rec['lanes']} x i1>"
+        fn.emit(f"store {ty} {fn.op(f'select {cty} {first}, {ty} {self._oob_splat(site + 1)}, {ty} {cur}')}, "
+                f"ptr {rec['site']}")
+        for k, j in enumerate(self._oob_recorded(op)):
+            old = fn.op(f"load {ty}, ptr {rec['vals'][k]}")
+            new = self._get(op.args[j])
+            fn.emit(f"store {ty} {fn.op(f'select {cty} {first}, {ty} {new}, {ty} {old}')}, ptr {rec['vals'][k]}")
+
+    def _oob_splat(self, value: int) -> str:
+        lanes = self.oob["lanes"]
+        return str(value) if lanes == 1 else "<" + ", ".join([f"i32 {value}"] * lanes) + ">"
+
+    def _oob_unit_end(self, u: str) -> None:
+        """Write this unit's (or gang's, from unit u) record to the arrays; any |= site."""
+        rec = self.oob
+        if not rec:
+            return
+        fn, ty = self.fn, rec["ty"]
+        s = fn.op(f"load {ty}, ptr {rec['site']}")
+        fn.emit(f"store {ty} {s}, ptr {self._rec_ptr(0, u)}, align 4")
+        for k, p in enumerate(rec["vals"]):
+            fn.emit(f"store {ty} {fn.op(f'load {ty}, ptr {p}')}, ptr {self._rec_ptr(1 + k, u)}, align 4")
+        if ty != "i32":
+            s = self._call(f"llvm.vector.reduce.or.v{rec['lanes']}i32", "i32", [(ty, s)])
+        cur = fn.op(f"load i32, ptr {rec['any']}")
+        fn.emit(f"store i32 {fn.op(f'or i32 {cur}, {s}')}, ptr {rec['any']}")
+
+    def _oob_region_end(self) -> None:
+        """After the unit loop: if any unit went out of bounds, report the first one's first access."""
+        rec = self.oob
+        self.oob = None
+        if not rec or not rec["sites"]:
+            return
+        fn = self.fn
+        scan, done = fn.label("oob_scan"), fn.label("oob_done")
+        anyv = fn.op(f"load i32, ptr {rec['any']}")
+        fn.cbr(fn.op(f"icmp ne i32 {anyv}, 0"), scan, done)
+        fn.block(scan)
+        uvar = fn.alloca("i32", 4)
+        fn.emit(f"store i32 0, ptr {uvar}")
+        head, test, nxt = fn.label("oob_head"), fn.label("oob_test"), fn.label("oob_next")
+        fn.block(head)
+        u = fn.op(f"load i32, ptr {uvar}")
+        fn.cbr(fn.op(f"icmp slt i32 {u}, {self.U}"), test, done)
+        fn.block(test)
+        s = fn.op(f"load i32, ptr {self._rec_ptr(0, u)}, align 4")
+        for site, op in rec["sites"]:
+            hit, miss = fn.label("oob_hit"), fn.label("oob_miss")
+            fn.cbr(fn.op(f"icmp eq i32 {s}, {site + 1}"), hit, miss)
+            fn.block(hit)
+            vals = {j: fn.op(f"load i32, ptr {self._rec_ptr(1 + k, u)}, align 4")
+                    for k, j in enumerate(self._oob_recorded(op))}
+            args = [vals[j] if j in vals else self._get_cube(a) for j, a in enumerate(op.args)]
+            self._oob_write(site, u, args)
+            fn.br(done)
+            fn.block(miss)
+        fn.block(nxt)
+        fn.emit(f"store i32 {fn.op(f'add i32 {u}, 1')}, ptr {uvar}")
+        fn.br(head)
+        fn.block(done)
+
+    def _oob_write(self, site: int, u: str, args: list[str]) -> None:
+        """The first report of the launch wins the error word and records the details."""
+        fn = self.fn
+        nd = len(args) // 2
+        pair = fn.op("cmpxchg ptr %err, i64 0, i64 1 monotonic monotonic")
+        won = fn.op(f"extractvalue {{ i64, i1 }} {pair}, 1")
+        put_l, cont = fn.label("oob_rec"), fn.label("oob_cont")
+        fn.cbr(won, put_l, cont)
+        fn.block(put_l)
+
+        def put(word: int, val64: str) -> None:
+            p = fn.op(f"getelementptr i64, ptr %err, i64 {word}")
+            fn.emit(f"store i64 {val64}, ptr {p}, align 8")
+        put(1, str(site))
+        put(2, fn.op(f"zext i32 {u} to i64"))
+        put(3, self.cube_lin)
+        for j, v in enumerate(args):
+            put(4 + j if j < nd else 4 + MAX_OOB_DIMS + (j - nd), fn.op(f"sext i32 {v} to i64"))
+        fn.br(cont)
+        fn.block(cont)
