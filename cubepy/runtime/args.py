@@ -129,10 +129,13 @@ def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
 
 
 def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, example: list):
-    """A function binding arguments of the same kinds as ``example`` (same `quick_key`), which
-    passed `bind_arguments`: it re-checks only what depends on values (sizes, ranges, aliasing)."""
-    steps = []
+    """A function binding arguments of the same kinds as ``example``, which passed
+    `bind_arguments`: it returns None when an argument's kind differs (class, dtype, rank, flags,
+    Line width, Comptime value: what `quick_key` looks at), and otherwise re-checks only what
+    depends on values (sizes, ranges, aliasing) and returns the host values."""
+    steps, guards = [], []
     for spec, value in zip(specs, example):
+        guards.append(_kind_guard(spec, value))
         if spec.kind == "comptime":
             steps.append(None)
         elif spec.kind == "scalar":
@@ -142,11 +145,16 @@ def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, 
                 steps.append(lambda v, d=spec.dtype, n=spec.name: _scalar(kernel_name, n, d, v))
         else:
             steps.append(_array_step(kernel_name, spec.name, value))
-    steps = tuple(steps)
+    steps, guards, count = tuple(steps), tuple(guards), len(specs)
     arrays = [i for i, s in enumerate(specs) if s.kind in ("array", "region")]
     pairs = tuple((i, j) for i in arrays if specs[i].mutable for j in arrays if j != i)
 
-    def bind(args: tuple) -> list:
+    def bind(args: tuple) -> list | None:
+        if len(args) != count:
+            return None
+        for guard, value in zip(guards, args):
+            if not guard(value):
+                return None
         host = [None if step is None else step(value) for step, value in zip(steps, args)]
         for i, j in pairs:
             a, b = host[i], host[j]
@@ -154,6 +162,38 @@ def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, 
                 _check_aliasing(kernel_name, sig.names, specs, host)
         return host
     return bind
+
+
+def _kind_guard(spec: ParamSpec, example):
+    """A predicate: does a value have the same kind as ``example`` (as far as the checks of
+    `bind_arguments` and the specialization depend on it)?"""
+    cls = example.__class__
+    if spec.kind == "comptime":
+        return lambda v: v.__class__ is cls and v == example
+    if spec.kind == "scalar":
+        return lambda v: v.__class__ is cls
+    width = example.width if cls is LinesArg else 0
+    inner = example.array if width else example
+    inner_cls = inner.__class__
+    if inner_cls is np.ndarray:
+        dtype, ndim, mutable = inner.dtype, inner.ndim, spec.mutable
+
+        def array_guard(a):
+            if a.__class__ is not np.ndarray or a.dtype is not dtype or a.ndim != ndim:
+                return False
+            flags = a.flags
+            return flags.c_contiguous and (flags.writeable or not mutable)
+    else:
+        facts, expected = QUICK_FACTS.get(inner_cls), None
+        if facts is None:
+            return lambda v: False          # no cheap test: always take the full check
+        expected = facts(inner)
+
+        def array_guard(a):
+            return a.__class__ is inner_cls and facts(a) == expected
+    if not width:
+        return array_guard
+    return lambda v: v.__class__ is LinesArg and v.width == width and array_guard(v.array)
 
 
 def _array_step(kernel_name: str, name: str, example):

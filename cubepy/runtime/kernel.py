@@ -33,6 +33,10 @@ class _LaunchPlan:
     options: dict
     bind: Callable[[tuple], list]
 
+    def run(self, count: tuple, dim: tuple, values: list) -> None:
+        self.device.backend.launch(self.executable, self.ir, count, dim, [values[i] for i in self.order],
+                                   self.device.properties, self.options)
+
 
 def _check_device_arrays(kernel_name: str, dev: Device, names, values) -> None:
     accepted = getattr(dev.backend, "device_array_platforms", frozenset())
@@ -89,14 +93,33 @@ class KernelFunction:
         if not (isinstance(config, tuple) and len(config) == 2):
             raise ArgumentTypeError("launch as kernel[cube_count, cube_dim](*args)", self.__name__)
         count, dim = config
+        last = [None]   # (plan, device argument, checked, races, count, dim) of the previous launch
 
         def launch(*args, device=None, checked=None, races=False, **kwargs):
+            # The warm path: same device, modes and argument kinds as the previous launch of this
+            # launcher. The plan's binder checks the kinds (returning None if any differs) and
+            # re-checks what depends on values; the topology was checked when the plan was made.
+            previous = last[0]
+            if previous is not None and not kwargs:
+                plan, device_arg, was_checked, had_races, count_t, dim_t = previous
+                if device is device_arg and checked is was_checked and races is had_races and (
+                        device is not None or current_device() is plan.device):
+                    try:
+                        values = plan.bind(args)
+                        if values is not None:
+                            plan.run(count_t, dim_t, values)
+                            return
+                    except LaunchError as e:
+                        if e.loc is None:
+                            e.loc = caller_loc()
+                        raise
             try:
-                self._launch(count, dim, args, kwargs, device, checked, races)
+                plan, count_t, dim_t = self._launch(count, dim, args, kwargs, device, checked, races)
             except LaunchError as e:
                 if e.loc is None:
                     e.loc = caller_loc()
                 raise
+            last[0] = (plan, device, checked, races, count_t, dim_t) if not kwargs else None
         if plain and len(self._launchers) < 256:
             self._launchers[config] = launch
         return launch
@@ -115,7 +138,9 @@ class KernelFunction:
                 e.loc = caller_loc()
             raise
 
-    def _launch(self, count, dim, args, kwargs, device, checked, races) -> None:
+    def _launch(self, count, dim, args, kwargs, device, checked, races) -> tuple:
+        """Launch through the plan for these argument kinds (made on first use); return
+        ``(plan, count, dim)`` for the launcher's warm path."""
         dev = self._device(device)
         name = self.__name__
         count_t = topology(count, "CubeCount", name)
@@ -141,8 +166,10 @@ class KernelFunction:
             if count_t[0] > most[0] or count_t[1] > most[1] or count_t[2] > most[2]:
                 check_limits(name, dev, count_t, dim_t)
             values = plan.bind(args)
-        dev.backend.launch(plan.executable, plan.ir, count_t, dim_t, [values[i] for i in plan.order],
-                           dev.properties, plan.options)
+            if values is None:   # a kind the quick key does not see differs: check everything
+                values = bind_arguments(signature, args, kwargs, name).values
+        plan.run(count_t, dim_t, values)
+        return plan, count_t, dim_t
 
     def ir(self, *args, dim=(32, 1, 1), device: Device | str | None = None, checked: bool | None = None,
            **kwargs) -> str:

@@ -93,3 +93,34 @@ def test_checked_false_on_the_decorator_drops_checks():
 def test_intrinsics_outside_kernels_explain_themselves():
     with pytest.raises(RuntimeError, match="only be called inside a @cb.kernel"):
         cb.sync_cube()
+
+
+def test_a_reused_launcher_notices_every_change_of_argument_kind_or_device():
+    launch = scale[4, 32]
+    assert scale[4, 32] is launch                       # kernel[count, dim] is reused
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros_like(x)
+    launch(x, y, 2, device="interp")
+    launch(x, y, 2, device="interp")
+    np.testing.assert_array_equal(y, 2 * x)
+    launch(x, y, 5, device="interp")                    # a new Comptime value
+    np.testing.assert_array_equal(y, 5 * x)
+    xd, yd = x.astype(np.float64), np.zeros(100)
+    launch(xd, yd, 3, device="interp")                  # a new dtype
+    np.testing.assert_array_equal(yd, 3 * xd)
+    frozen = np.zeros_like(x)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="is Mut but the array passed is read-only"):
+        launch(x, frozen, 5, device="interp")
+    with pytest.raises(ValueError, match="overlaps"):
+        launch(y, y, 5, device="interp")
+    before = cb.current_device()
+    try:
+        cb.set_device("interp", plane_dim=8)
+        launch(x, y, 7)
+        launch(x, y, 7)
+        cb.set_device("interp", plane_dim=16)          # another default device: another plan
+        launch(x, y, 9)
+        np.testing.assert_array_equal(y, 9 * x)
+    finally:
+        cb.set_device(before)
