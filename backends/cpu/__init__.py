@@ -80,7 +80,7 @@ class Executable:
             return 0
         ws = getattr(self._tls, "ws", None)
         if ws is None:
-            buf = np.empty(size + 64, np.uint8)
+            buf = np.zeros(size + 64, np.uint8)   # zero: the OOB site words must start clear
             addr = buf.ctypes.data
             self._tls.ws = ws = (buf, addr + (-addr) % 64)
         return ws[1]

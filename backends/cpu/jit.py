@@ -25,7 +25,7 @@ except ImportError as e:  # pragma: no cover - the device reports one line
     llvm = None
     _IMPORT_ERROR = str(e)
 
-CODEGEN_VERSION = "cpu-2"
+CODEGEN_VERSION = "cpu-3"
 _MAGIC = b"CUBEPYCPU1\n"
 
 # counters a test (or a curious user) can read: how much work this process did

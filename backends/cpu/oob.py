@@ -94,9 +94,19 @@ class OobMixin:
             return
         fn, ty = self.fn, rec["ty"]
         s = fn.op(f"load {ty}, ptr {rec['site']}")
+        if ty == "i32":
+            # only a unit that went out of bounds writes its record (the site words are kept all
+            # zero otherwise: the workspace starts zeroed and a scan clears them), so the
+            # vectorized unit loop does masked stores that almost never touch memory
+            put, skip = fn.label("oob_put"), fn.label("oob_kept")
+            fn.cbr(fn.op(f"icmp ne i32 {s}, 0"), put, skip)
+            fn.block(put)
         fn.emit(f"store {ty} {s}, ptr {self._rec_ptr(0, u)}, align 4")
         for k, p in enumerate(rec["vals"]):
             fn.emit(f"store {ty} {fn.op(f'load {ty}, ptr {p}')}, ptr {self._rec_ptr(1 + k, u)}, align 4")
+        if ty == "i32":
+            fn.br(skip)
+            fn.block(skip)
         if ty != "i32":
             s = self._call(f"llvm.vector.reduce.or.v{rec['lanes']}i32", "i32", [(ty, s)])
         cur = fn.op(f"load i32, ptr {rec['any']}")
@@ -109,9 +119,9 @@ class OobMixin:
         if not rec or not rec["sites"]:
             return
         fn = self.fn
-        scan, done = fn.label("oob_scan"), fn.label("oob_done")
+        scan, done, clear_done = fn.label("oob_scan"), fn.label("oob_clear"), fn.label("oob_done")
         anyv = fn.op(f"load i32, ptr {rec['any']}")
-        fn.cbr(fn.op(f"icmp ne i32 {anyv}, 0"), scan, done)
+        fn.cbr(fn.op(f"icmp ne i32 {anyv}, 0"), scan, clear_done)
         fn.block(scan)
         uvar = fn.alloca("i32", 4)
         fn.emit(f"store i32 0, ptr {uvar}")
@@ -135,6 +145,11 @@ class OobMixin:
         fn.emit(f"store i32 {fn.op(f'add i32 {u}, 1')}, ptr {uvar}")
         fn.br(head)
         fn.block(done)
+        # back to all-zero site words (unit loops write a record only for a unit that failed)
+        fn.emit(f"call void @llvm.memset.p0.i64(ptr align 4 %rec, i8 0, i64 {4 * self.Upad}, i1 false)")
+        self.decls["memset"] = "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)"
+        fn.br(clear_done)
+        fn.block(clear_done)
 
     def _oob_write(self, site: int, u: str, args: list[str]) -> None:
         """The first report of the launch wins the error word and records the details."""

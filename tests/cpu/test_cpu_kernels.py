@@ -23,6 +23,7 @@ from cpu_kernels import (
 )
 
 import cubepy as cb
+from cubepy import Array, Mut, f32, i32
 
 PLANES = [1, 4, 8, 16, 32, 64]
 
@@ -241,3 +242,22 @@ def test_3d_grid_positions():
     c, i = both(grid3d, (3, 2, 2), (4, 2, 3), lambda: [np.full(12 * 24, -1, np.int32)])
     np.testing.assert_array_equal(c[0], i[0])
     assert (c[0] >= 0).all()
+
+
+def test_oob_records_are_cleared_between_launches():
+    """A unit loop writes a bounds record only for a failing unit and the report clears them: a
+    clean launch after a failing one must not raise, and a later failure reports its own unit."""
+    @cb.kernel
+    def shifted(x: Array[f32], y: Mut[Array[f32]], k: i32):
+        i = cb.ABSOLUTE_POS
+        y[i] = x[i + k]
+
+    x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    for k, bad_unit in ((10, 54), (0, None), (3, 61), (0, None), (3, 61)):
+        if bad_unit is None:
+            shifted[1, 64](x, y, np.int32(k), device="cpu")
+            np.testing.assert_array_equal(y, x)
+        else:
+            with pytest.raises(cb.OutOfBoundsError) as e:
+                shifted[1, 64](x, y, np.int32(k), device="cpu")
+            assert f"unit ({bad_unit}, 0, 0)" in str(e.value)
