@@ -211,7 +211,8 @@ class CudaBackend:
         cp = _cupy()
         values, copy_back, shapes = [], [], {}
         staged = []     # device copies of NumPy arguments: alive until the launch is enqueued
-        for kind, param, extra in executable.slots(kernel):
+        slots = executable.slots(kernel)
+        for kind, param, extra in slots:
             if kind == _BUFFER:
                 a = args[param]
                 if a.__class__ is DeviceArray:
@@ -235,7 +236,7 @@ class CudaBackend:
         if self._several_devices and cp.cuda.runtime.getDevice() != executable.device_index:
             cp.cuda.runtime.setDevice(executable.device_index)
         typed = tuple(_POINTER(v) if kind in (_BUFFER, _ERROR) else _INT32(v) if kind == _SHAPE else v
-                      for (kind, _, _), v in zip(executable.slots(kernel), values))
+                      for (kind, _, _), v in zip(slots, values))
         executable.launcher(cube_count, cube_dim, typed, shared_mem=executable.rendered.dynamic_shared_bytes)
         del staged      # freed into CuPy's pool in stream order, after the kernel that reads them
         if executable.error is not None and executable not in self._pending:
