@@ -3,7 +3,7 @@
 ``CUBEPY_TEST_DEVICES`` picks backends (comma separated, default: every available one of
 interp, cpu, opencl, cuda). ``CUBEPY_TEST_SEED`` fixes the random inputs (CI derives it from the
 commit, so a run is reproducible and each commit sees fresh data); otherwise a new seed is drawn
-and printed in the header.
+and printed in the header. Hypothesis uses the same seed unless --hypothesis-seed is given.
 """
 
 from __future__ import annotations
@@ -19,6 +19,12 @@ import cubepy as cb
 PLANE_SIZES = {"interp": (1, 8, 16, 32, 64), "cpu": (1, 8, 32, 64), "opencl": (None,), "cuda": (None,),
                "hip": (None,)}
 _SEED = int(os.environ.get("CUBEPY_TEST_SEED") or np.random.SeedSequence().entropy % 2**32)
+
+
+def pytest_configure(config):
+    # Hypothesis draws from the same seed, so a run is reproducible from its header line.
+    if getattr(config.option, "hypothesis_seed", "absent") is None:
+        config.option.hypothesis_seed = _SEED
 
 
 def pytest_report_header(config):
