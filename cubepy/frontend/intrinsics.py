@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..errors import CubeTypeError, CubeValueError
 from ..ir.nodes import Buffer
 from ..ir.types import INDEX, DType, Type, bool_, u64
-from .operators import is_number, is_traced
+from .operators import is_number
 from .values import ArrayRef, RangeSpec, Unroll
 
 _I32 = Type(INDEX)
@@ -179,12 +179,13 @@ def _atomic(op):
 
 
 # --- plane ops -----------------------------------------------------------------------------
+_COUNTING = ("plane_sum", "plane_inclusive_sum", "plane_exclusive_sum")
+
 def _plane_value(name):
     def handler(ctx, args, kwargs):
         _arity(ctx, name, args, 1)
         v = ctx.ops.lift(args[0])
-        if v.type.dtype.is_bool and name != "plane_prod" and name in ("plane_sum", "plane_inclusive_sum",
-                                                                      "plane_exclusive_sum"):
+        if v.type.dtype.is_bool and name in _COUNTING:   # summing bools counts them
             v = ctx.ops.cast(v, INDEX)
         return ctx.builder.op(name, (v,), v.type)
     return handler
@@ -234,4 +235,4 @@ HANDLERS = {
     "plane_elect": _plane_elect,
 }
 
-__all__ = ["HANDLERS", "builtin_value", "is_traced"]
+__all__ = ["HANDLERS", "builtin_value"]
