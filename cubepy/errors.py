@@ -84,6 +84,13 @@ class OutOfBoundsError(CubeError, IndexError):
     """A checked kernel indexed outside an array; no memory was touched by that access."""
 
 
+def out_of_bounds(kernel: str, array: str, index, shape, unit, cube, loc: SourceLoc | None) -> OutOfBoundsError:
+    """The error every backend raises for a checked access outside an array (one wording, so a
+    backend's message can be compared with the interpreter's)."""
+    return OutOfBoundsError(f"index {tuple(index)} is out of bounds for array '{array}' of shape {tuple(shape)} "
+                            f"(unit {tuple(unit)} of cube {tuple(cube)})", kernel, loc)
+
+
 class RaceError(CubeError, RuntimeError):
     """The interpreter's race report found two units touching one element without an atomic."""
 

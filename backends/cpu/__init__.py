@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from cubepy.errors import ArgumentValueError, OutOfBoundsError
+from cubepy.errors import ArgumentValueError, out_of_bounds
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime.properties import DeviceProperties
 
@@ -209,9 +209,8 @@ class CpuBackend:
 
         def coords(i, dims):
             return (i % dims[0], i // dims[0] % dims[1], i // (dims[0] * dims[1]))
-        where = f"unit {coords(int(err[2]), cube_dim)} of cube {coords(int(err[3]), cube_count)}"
-        raise OutOfBoundsError(f"index {at} is out of bounds for array '{name}' of shape {shape} ({where})",
-                               kernel.name, loc)
+        raise out_of_bounds(kernel.name, name, at, shape, coords(int(err[2]), cube_dim),
+                            coords(int(err[3]), cube_count), loc)
 
     def synchronize(self, properties=None) -> None:
         pass

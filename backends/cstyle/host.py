@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cubepy.errors import OutOfBoundsError
+from cubepy.errors import OutOfBoundsError, out_of_bounds
 
 from .renderer import ERROR_WORDS, MAX_DIMS, OOBSite
 
@@ -26,8 +26,7 @@ def oob_error(record: np.ndarray, sites: list[OOBSite], kernel_name: str) -> Out
     cube = tuple(int(v) for v in record[5:8])
     at = tuple(int(v) for v in record[8:8 + site.ndim])
     shape = tuple(int(v) for v in record[8 + MAX_DIMS:8 + MAX_DIMS + site.ndim])
-    return OutOfBoundsError(f"index {at} is out of bounds for array '{site.array}' of shape {shape} "
-                            f"(unit {unit} of cube {cube})", kernel_name, site.loc)
+    return out_of_bounds(kernel_name, site.array, at, shape, unit, cube, site.loc)
 
 
 def empty_record() -> np.ndarray:

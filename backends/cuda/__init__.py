@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,6 @@ class Executable:
     key: str
     device_index: int
     error: Any = None                   # cupy int32 array, the error record
-    plan: list = field(default_factory=list)
 
     def slots(self, kernel: Kernel) -> tuple:
         """The argument slots as ``(kind, param, extra)``, worked out once: extra is the alignment a

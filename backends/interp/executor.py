@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from cubepy.errors import OutOfBoundsError, RaceError
+from cubepy.errors import OutOfBoundsError, RaceError, out_of_bounds
 from cubepy.ir.nodes import PLANE_OPS, Block, Buffer, Const, Kernel, Op, Var, walk
 
 from .atomics import atomic
@@ -56,7 +56,7 @@ class Launch:
             self.mem[b.id] = Memory.private(b, self.C if b.kind == "shared" else n)
         self.returned = np.zeros(n, bool)
         self.continues: list[np.ndarray] = []               # per enclosing loop: units that continued
-        self.oob: tuple[Op, str] | None = None
+        self.oob: OutOfBoundsError | None = None
         self.ops = list(walk(kernel.body))
         self.op_index = {id(op): i for i, op in enumerate(self.ops)}
         self.trackers = {bid: Tracker(len(m.flat)) for bid, m in self.mem.items()
@@ -67,8 +67,7 @@ class Launch:
             with np.errstate(all="ignore"):
                 self.block(self.kernel.body, np.ones(self.N, bool))
         if self.oob is not None:
-            op, message = self.oob
-            raise OutOfBoundsError(message, self.kernel.name, op.loc)
+            raise self.oob
 
     # --- values ---------------------------------------------------------------------------
 
@@ -80,8 +79,12 @@ class Launch:
         return self.env[a.id]
 
     def where(self, unit: int) -> str:
-        lin, cube = divmod(unit, self.U)[::-1]
-        return f"unit {_coords(lin, self.cube_dim)} of cube {_coords(cube, self.cube_count)}"
+        lin, cube = self.unit_and_cube(unit)
+        return f"unit {lin} of cube {cube}"
+
+    def unit_and_cube(self, unit: int) -> tuple[tuple, tuple]:
+        cube, lin = divmod(unit, self.U)
+        return _coords(lin, self.cube_dim), _coords(cube, self.cube_count)
 
     # --- blocks and control flow ----------------------------------------------------------
 
@@ -206,8 +209,7 @@ class Launch:
 
     def _record_oob(self, op: Op, name: str, index, shape, unit: int) -> None:
         if self.oob is None:  # the first one of the launch is reported after it
-            self.oob = (op, f"index {tuple(index)} is out of bounds for array '{name}' of shape "
-                            f"{tuple(shape)} ({self.where(unit)})")
+            self.oob = out_of_bounds(self.kernel.name, name, index, shape, *self.unit_and_cube(unit), op.loc)
 
     def _report_oob(self, op: Op, mask):
         """args (*indices, *extents): the units in ``mask`` skipped an out-of-bounds access."""

@@ -12,8 +12,7 @@ place: the runtime describes them as `DeviceArray`s of platform "opencl".
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,9 +48,6 @@ class Executable:
     kernel: Any
     state: _DeviceState
     error_buffer: Any = None
-    name: str = ""
-    pending: bool = False
-    arg_cache: list = field(default_factory=list)
 
 
 def _describe_cl_array(a) -> DeviceArray:
@@ -149,8 +145,7 @@ class OpenCLBackend:
             program = cl.Program(state.context, rendered.source).build(options=list(OPENCL.fp_flags[kernel.fastmath]))
         except cl.RuntimeError as e:
             raise CompileError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
-        exe = Executable(rendered, program, getattr(program, rendered.name), state,
-                         name=hashlib.sha256(rendered.source.encode()).hexdigest()[:12])
+        exe = Executable(rendered, program, getattr(program, rendered.name), state)
         if rendered.sites:
             exe.error_buffer = cl.Buffer(state.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                                          hostbuf=empty_record())
