@@ -16,7 +16,9 @@ import pytest
 
 import cubepy as cb
 
-PLANE_SIZES = {"interp": (1, 8, 16, 32, 64), "cpu": (1, 8, 32, 64), "opencl": (None,), "cuda": (None,),
+# Plane sizes per backend; for CUDA, "resident" also runs every test with its arrays in GPU
+# memory, through the warm launch path (tests/resident.py).
+PLANE_SIZES = {"interp": (1, 8, 16, 32, 64), "cpu": (1, 8, 32, 64), "opencl": (None,), "cuda": (None, "resident"),
                "hip": (None,)}
 _SEED = int(os.environ.get("CUBEPY_TEST_SEED") or np.random.SeedSequence().entropy % 2**32)
 
@@ -51,9 +53,14 @@ DEVICE_PARAMS = device_params()
 
 
 @pytest.fixture(params=DEVICE_PARAMS)
-def dev(request) -> cb.Device:
+def dev(request, monkeypatch) -> cb.Device:
     """Every device under test, at each plane size it supports."""
     name, plane = request.param
+    if plane == "resident":
+        from tests.resident import resident_launch
+
+        monkeypatch.setattr(cb.KernelFunction, "launch", resident_launch)
+        return cb.device(name)
     return cb.device(name, plane_dim=plane) if plane else cb.device(name)
 
 

@@ -25,10 +25,12 @@ import numpy as np
 from cubepy import settings
 from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Kernel
+from cubepy.runtime.backend import DirectLauncher
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import CUDA, Rendered, empty_record, oob_error, render
+from .packing import BUFFER, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
 
 
 def _cupy():
@@ -43,45 +45,16 @@ def cache_dir() -> Path:
     return settings.cache_dir() / "cuda"
 
 
-@dataclass
+@dataclass(eq=False)
 class Executable:
     rendered: Rendered
-    function: Any
+    function: Any                       # cupy.cuda.Function: the CUfunction handle is its ptr
     module: Any
     key: str
     device_index: int
+    packer: ArgPacker
+    slots: tuple                        # the parameters a launch fills: see parameter_slots
     error: Any = None                   # cupy int32 array, the error record
-
-    def slots(self, kernel: Kernel) -> tuple:
-        """The argument slots as ``(kind, param, extra)``, worked out once: extra is the alignment a
-        buffer needs, the dimension a shape reads, or the NumPy type of a scalar."""
-        cached = self.__dict__.get("_slots")
-        if cached is None:
-            r, out = self.rendered, []
-            for slot in r.args:
-                if slot.kind == "buffer":
-                    out.append((_BUFFER, slot.param, r.alignments.get(slot.param, 1)))
-                elif slot.kind == "shape":   # a Line buffer's extra trailing axis is not a dimension
-                    out.append((_SHAPE, slot.param, slot.dim))
-                elif slot.kind == "scalar":
-                    out.append((_SCALAR, slot.param, np.dtype(slot.numpy).type))
-                else:
-                    out.append((_ERROR, None, None))
-            cached = self.__dict__["_slots"] = tuple(out)
-        return cached
-
-    @property
-    def launcher(self):
-        """The driver-level function (cupy.cuda.Function): calling it skips RawKernel's checks."""
-        fn = self.__dict__.get("_launcher")
-        if fn is None:
-            fn = self.__dict__["_launcher"] = getattr(self.function, "kernel", self.function)
-        return fn
-
-
-_POINTER = np.uint64      # a device pointer passed by value
-_BUFFER, _SHAPE, _SCALAR, _ERROR = range(4)
-_INT32 = np.int32
 
 
 def _c_contiguous(a) -> bool:
@@ -100,6 +73,14 @@ def _cupy_facts(a) -> tuple:
     return (a.dtype, a.ndim, _c_contiguous(a))
 
 
+def _raw_reader(cp):
+    """The raw reader of CuPy arrays (see register_device_array), reading CuPy's own contiguity
+    flag where this CuPy has one."""
+    if hasattr(cp.ndarray, "_c_contiguous"):
+        return lambda a: (a.dtype, a.shape, a.data.ptr, a._c_contiguous, False)
+    return lambda a: (a.dtype, a.shape, a.data.ptr, a.flags.c_contiguous, False)
+
+
 class CudaBackend:
     name = "cuda"
     device_array_platforms = frozenset({"cuda"})
@@ -107,13 +88,13 @@ class CudaBackend:
     def __init__(self):
         self._devices: dict[DeviceProperties, int] = {}
         self._several_devices = False
-        self._pending: list[Executable] = []
+        self._pending: set[Executable] = set()     # launched with an error record not read since
 
     # --- devices ------------------------------------------------------------------------
 
     def probe(self, index: int = 0, **_) -> DeviceProperties:
         cp = _cupy()
-        register_device_array(cp.ndarray, _describe_cupy, _cupy_facts)
+        register_device_array(cp.ndarray, _describe_cupy, _cupy_facts, raw=_raw_reader(cp), platform="cuda")
         try:
             count = cp.cuda.runtime.getDeviceCount()
         except Exception as e:
@@ -167,10 +148,11 @@ class CudaBackend:
                 drv = cp.cuda.driver
                 drv.funcSetAttribute(function.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                      rendered.dynamic_shared_bytes)
-            exe = Executable(rendered, function, module, key, index)
-            if rendered.sites:
-                exe.error = cp.zeros(len(empty_record()), cp.int32)
-        return exe
+            error = cp.zeros(len(empty_record()), cp.int32) if rendered.sites else None
+            constants = {k: error.data.ptr for k, slot in enumerate(rendered.args) if slot.kind == "error"}
+            packer = ArgPacker(parameter_codes(rendered), constants, on_new_thread=lambda: cp.cuda.runtime.free(0))
+            function = getattr(function, "kernel", function)    # the driver-level cupy.cuda.Function
+        return Executable(rendered, function, module, key, index, packer, parameter_slots(rendered), error)
 
     def _load(self, cp, rendered: Rendered, options, key: str):
         """The module from our on-disk cubin cache; NVRTC on a miss; CuPy's RawModule as a fallback."""
@@ -210,9 +192,8 @@ class CudaBackend:
         cp = _cupy()
         values, copy_back, shapes = [], [], {}
         staged = []     # device copies of NumPy arguments: alive until the launch is enqueued
-        slots = executable.slots(kernel)
-        for kind, param, extra in slots:
-            if kind == _BUFFER:
+        for kind, param, extra in executable.slots:
+            if kind == BUFFER:
                 a = args[param]
                 if a.__class__ is DeviceArray:
                     # Used in place: the kernel gets the pointer, nothing is copied.
@@ -225,25 +206,51 @@ class CudaBackend:
                     raise ArgumentValueError(f"argument '{kernel.params[param].name}' starts at an address not "
                                              f"aligned to {extra} bytes, which its Line loads need", kernel.name)
                 values.append(ptr)
-            elif kind == _SHAPE:
+            elif kind == SHAPE:
                 values.append(shapes[param][extra])
-            elif kind == _SCALAR:
+            else:
                 v = args[param]
                 values.append(v if v.__class__ is extra else extra(v))
-            else:
-                values.append(executable.error.data.ptr)
-        if self._several_devices and cp.cuda.runtime.getDevice() != executable.device_index:
-            cp.cuda.runtime.setDevice(executable.device_index)
-        typed = tuple(_POINTER(v) if kind in (_BUFFER, _ERROR) else _INT32(v) if kind == _SHAPE else v
-                      for (kind, _, _), v in zip(slots, values))
-        executable.launcher(cube_count, cube_dim, typed, shared_mem=executable.rendered.dynamic_shared_bytes)
+        params = executable.packer.pack(*values)
+        self._enqueue(cp, executable, cube_count, cube_dim, params)
         del staged      # freed into CuPy's pool in stream order, after the kernel that reads them
-        if executable.error is not None and executable not in self._pending:
-            self._pending.append(executable)
         if copy_back:                 # the host waits for these results: check the record then
             for host, d in copy_back:
                 d.get(out=host.view(np.uint8) if host.dtype == np.bool_ else host)
             self._check_errors()
+
+    def _enqueue(self, cp, executable: Executable, cube_count, cube_dim, params: int) -> None:
+        if self._several_devices and cp.cuda.runtime.getDevice() != executable.device_index:
+            cp.cuda.runtime.setDevice(executable.device_index)
+        cp.cuda.driver.launchKernel(executable.function.ptr, *cube_count, *cube_dim,
+                                    executable.rendered.dynamic_shared_bytes,
+                                    cp.cuda.get_current_stream().ptr, params, 0)
+        if executable.error is not None:
+            self._pending.add(executable)
+
+    def direct_launcher(self, executable: Executable, kernel: Kernel, properties: DeviceProperties,
+                        cube_count, cube_dim, options: dict) -> DirectLauncher:
+        """The warm path's entry: pack the slots and call cuLaunchKernel, nothing in between."""
+        cp = _cupy()
+        names = {BUFFER: "pointer", SHAPE: "extent", SCALAR: "scalar"}
+        slots = tuple((names[kind], param, extra) if kind != SCALAR else ("scalar", param)
+                      for kind, param, extra in executable.slots)
+        launch_kernel, current_stream = cp.cuda.driver.launchKernel, cp.cuda.get_current_stream
+        function, shared = executable.function.ptr, executable.rendered.dynamic_shared_bytes
+        (gx, gy, gz), (bx, by, bz) = cube_count, cube_dim
+        if self._several_devices:
+            def launch(params: int) -> None:
+                self._enqueue(cp, executable, cube_count, cube_dim, params)
+        elif executable.error is not None:
+            pending = self._pending
+
+            def launch(params: int) -> None:
+                launch_kernel(function, gx, gy, gz, bx, by, bz, shared, current_stream().ptr, params, 0)
+                pending.add(executable)
+        else:
+            def launch(params: int) -> None:
+                launch_kernel(function, gx, gy, gz, bx, by, bz, shared, current_stream().ptr, params, 0)
+        return DirectLauncher(slots, executable.packer.submitter(launch))
 
     @staticmethod
     def _device_copy(cp, a, mutable: bool, copy_back: list):
@@ -259,7 +266,8 @@ class CudaBackend:
         self._check_errors()
 
     def _check_errors(self) -> None:
-        pending, self._pending = self._pending, []
+        pending = list(self._pending)
+        self._pending.clear()
         first = None
         for exe in pending:
             record = exe.error.get()

@@ -269,6 +269,7 @@ def main():
     saxpy, _, _ = make_kernels(True)
     overhead = {
         "cubepy kernel[...](cupy arrays)": host_us(cp, lambda: saxpy[16, 256](sx, sy, a, device=dev)),
+        "cubepy kernel[...](cupy arrays), default device": host_us(cp, lambda: saxpy[16, 256](sx, sy, a)),
         "cubepy kernel[...](cb.lines(cupy, 4))": host_us(cp, lambda: saxpy[4, 256](
             cb.lines(sx, 4), cb.lines(sy, 4), a, device=dev)),
         "cupy.RawKernel": host_us(cp, lambda: saxpy1((16,), (256,), (sx, sy, fa, cp.int32(4096)))),

@@ -1,16 +1,23 @@
-"""Where the host time of a warm cubepy launch goes on a CUDA device (cProfile of 3000 launches).
+"""Where the host time of a warm cubepy launch goes on a CUDA device.
 
     python benchmarks/gpu/profile_launch.py
+
+Prints the generated warm path of saxpy on CuPy arrays, the host time per launch of each path
+(the launcher's direct warm path, the generic warm path through the binder and the backend's
+launch, the ``kernel.launch`` method, and CuPy's RawKernel for scale), then a cProfile of 3000
+warm launches.
 """
 
 import cProfile
 import pstats
+import statistics
 import time
 
 import cupy as cp
 
 import cubepy as cb
 from cubepy import Array, Mut, f32
+from cubepy.runtime.warm_path import generic_warm_path
 
 
 @cb.kernel
@@ -20,34 +27,50 @@ def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
         y[i] = a * x[i] + y[i]
 
 
+RAW = r'''extern "C" __global__ void saxpy1(const float* __restrict__ x, float* __restrict__ y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }'''
+
+
+def per_launch_us(fn, batch=200, batches=15) -> float:
+    for _ in range(batch):
+        fn()
+    cp.cuda.get_current_stream().synchronize()
+    samples = []
+    for _ in range(batches):
+        t = time.perf_counter()
+        for _ in range(batch):
+            fn()
+        samples.append((time.perf_counter() - t) / batch * 1e6)
+        cp.cuda.get_current_stream().synchronize()
+    return statistics.median(samples)
+
+
 def main():
     dev = cb.device("cuda")
     x, y = cp.ones(4096, cp.float32), cp.ones(4096, cp.float32)
-    for _ in range(200):
-        saxpy[16, 256](x, y, 2.0, device=dev)
-    cp.cuda.get_current_stream().synchronize()
-    t = time.perf_counter()
-    for _ in range(3000):
-        saxpy[16, 256](x, y, 2.0, device=dev)
-    print(f"kernel[...] launch: {(time.perf_counter() - t) / 3000 * 1e6:.2f} us")
-    plan = next(iter(saxpy._plans.values()))
-    values = plan.bind((x, y, 2.0))
-    args = [values[i] for i in plan.order]
-    t = time.perf_counter()
-    for _ in range(3000):
-        plan.bind((x, y, 2.0))
-    print(f"runtime binding only: {(time.perf_counter() - t) / 3000 * 1e6:.2f} us")
-    t = time.perf_counter()
-    for _ in range(3000):
-        dev.backend.launch(plan.executable, plan.ir, (16, 1, 1), (256, 1, 1), args, dev.properties, plan.options)
-    print(f"backend launch only: {(time.perf_counter() - t) / 3000 * 1e6:.2f} us")
+    launcher = saxpy[16, 256]
+    launcher(x, y, 2.0, device=dev)
+    print(launcher.warm_path.source)
+    plan = next(p for p in saxpy._plans.values() if p.device is dev)
+    generic = generic_warm_path(plan, (16, 1, 1), (256, 1, 1))
+    raw = cp.RawModule(code=RAW).get_function("saxpy1")
+    rows = {
+        "kernel[...](cupy arrays): direct warm path": lambda: launcher(x, y, 2.0, device=dev),
+        "same, default device": lambda: launcher(x, y, 2.0),
+        "cb.lines(cupy, 4)": lambda: saxpy[4, 256](cb.lines(x, 4), cb.lines(y, 4), 2.0, device=dev),
+        "generic warm path (binder + backend launch)": lambda: generic((x, y, 2.0)),
+        "kernel.launch(...) method": lambda: saxpy.launch(16, 256, x, y, 2.0, device=dev),
+        "cupy.RawKernel": lambda: raw((16,), (256,), (x, y, cp.float32(2.0), cp.int32(4096))),
+    }
+    for name, fn in rows.items():
+        print(f"{name:48s} {per_launch_us(fn):7.2f} us")
     cp.cuda.get_current_stream().synchronize()
     profile = cProfile.Profile()
     profile.enable()
     for _ in range(3000):
-        saxpy[16, 256](x, y, 2.0, device=dev)
+        launcher(x, y, 2.0, device=dev)
     profile.disable()
-    pstats.Stats(profile).sort_stats("tottime").print_stats(22)
+    pstats.Stats(profile).sort_stats("tottime").print_stats(12)
 
 
 if __name__ == "__main__":

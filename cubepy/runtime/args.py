@@ -119,7 +119,7 @@ def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
                 key.append((a.width, inner, QUICK_FACTS[inner](arr)))
             else:
                 return None
-        elif cls in (float, int, bool):
+        elif cls in (float, int, bool) or isinstance(a, np.generic):
             key.append(cls)
         elif cls in QUICK_FACTS:
             key.append((cls, QUICK_FACTS[cls](a)))

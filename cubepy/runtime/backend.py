@@ -20,10 +20,15 @@ may:
   A backend may `register_device_array` its own array type for a fast, vendor-aware describer.
 - ``synchronize(properties)``: wait for queued work and raise deferred errors (default: nothing).
 - ``source(kernel, properties, form) -> str``: generated code, for ``kernel.source``.
+- ``direct_launcher(executable, kernel, properties, cube_count, cube_dim, options)
+  -> DirectLauncher | None``: an entry for warm launches whose array arguments are all device
+  arrays with a raw reader (see `DirectLauncher`); None where the backend cannot offer one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..ir.nodes import Kernel
@@ -40,3 +45,18 @@ class Backend(Protocol):
     def launch(self, executable: Any, kernel: Kernel, cube_count: tuple[int, int, int],
                cube_dim: tuple[int, int, int], args: list, properties: DeviceProperties,
                options: dict) -> None: ...
+
+
+@dataclass(frozen=True)
+class DirectLauncher:
+    """A backend's launch entry for the generated warm path, for one executable and launch shape.
+
+    ``submit(*values)`` enqueues the kernel with one value per slot, in order, and returns False,
+    enqueuing nothing, if a value does not fit its slot (the launch then takes the full path).
+    Each slot is ``("pointer", param, alignment)`` (a device address), ``("extent", param, axis)``
+    (an int: the extent of that axis of the array as the kernel sees it, so a Line array's last
+    axis counts Lines) or ``("scalar", param)``; ``param`` indexes ``kernel.params``.
+    """
+
+    slots: tuple[tuple, ...]
+    submit: Callable[..., bool]

@@ -67,18 +67,28 @@ def from_cuda_array_interface(obj) -> DeviceArray:
 
 _DESCRIBERS: dict[type, Callable[[Any], DeviceArray]] = {}
 QUICK_FACTS: dict[type, Callable[[Any], tuple]] = {}
+RAW_READERS: dict[type, tuple[str, Callable[[Any], tuple]]] = {}
 
 
 def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
-                          quick_facts: Callable[[Any], tuple] | None = None) -> None:
+                          quick_facts: Callable[[Any], tuple] | None = None,
+                          raw: Callable[[Any], tuple] | None = None, platform: str | None = None) -> None:
     """Let a backend describe its own array type faster than through the generic interfaces.
 
     ``quick_facts(a)`` returns what specializes a launch and what the full check looked at
     (dtype, rank, read-only, contiguous), so that warm launches can skip the full check.
+
+    ``raw(a)`` returns ``(dtype, shape, pointer, c_contiguous, readonly)`` without building a
+    `DeviceArray`: launches through a backend's direct launcher read arguments with it. Give it
+    only for a type whose every instance lives on ``platform`` (e.g. "cuda").
     """
     _DESCRIBERS[cls] = describe
     if quick_facts is not None:
         QUICK_FACTS[cls] = quick_facts
+    if raw is not None:
+        if platform is None:
+            raise ValueError("a raw reader needs the platform its arrays live on")
+        RAW_READERS[cls] = (platform, raw)
 
 
 def describer(value) -> Callable[[Any], DeviceArray] | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import settings
@@ -13,11 +13,13 @@ from ..frontend.spec import KernelSpec
 from ..frontend.trace import trace_kernel
 from ..ir.nodes import Kernel
 from ..ir.printer import print_kernel
+from ..lang.types import LinesArg
 from .args import Signature, bind_arguments, make_binder, quick_key, read_signature
 from .device_arrays import DeviceArray
 from .devices import Device, current_device
 from .devices import device as get_device
 from .topology import check_limits, topology
+from .warm_path import WarmPath, direct_warm_path, generic_warm_path
 
 
 @dataclass(frozen=True)
@@ -32,10 +34,24 @@ class _LaunchPlan:
     order: tuple[int, ...]
     options: dict
     bind: Callable[[tuple], list]
+    classes: tuple            # per argument: (its class, the class of the array inside a cb.lines)
+    warm_paths: dict = field(default_factory=dict)
 
     def run(self, count: tuple, dim: tuple, values: list) -> None:
         self.device.backend.launch(self.executable, self.ir, count, dim, [values[i] for i in self.order],
                                    self.device.properties, self.options)
+
+    def warm_path(self, count: tuple, dim: tuple) -> WarmPath:
+        """The warm path at this launch shape: generated once, direct where the backend allows."""
+        found = self.warm_paths.get((count, dim))
+        if found is None:
+            found = direct_warm_path(self, count, dim) or generic_warm_path(self, count, dim)
+            self.warm_paths[(count, dim)] = found
+        return found
+
+
+def _classes(args) -> tuple:
+    return tuple((a.__class__, a.array.__class__ if a.__class__ is LinesArg else a.__class__) for a in args)
 
 
 def _check_device_arrays(kernel_name: str, dev: Device, names, values) -> None:
@@ -93,21 +109,19 @@ class KernelFunction:
         if not (isinstance(config, tuple) and len(config) == 2):
             raise ArgumentTypeError("launch as kernel[cube_count, cube_dim](*args)", self.__name__)
         count, dim = config
-        last = [None]   # (plan, device argument, checked, races, count, dim) of the previous launch
+        last = None   # (warm path, device argument, checked, races, plan) of the previous launch
 
         def launch(*args, device=None, checked=None, races=False, **kwargs):
             # The warm path: same device, modes and argument kinds as the previous launch of this
-            # launcher. The plan's binder checks the kinds (returning None if any differs) and
-            # re-checks what depends on values; the topology was checked when the plan was made.
-            previous = last[0]
-            if previous is not None and not kwargs:
-                plan, device_arg, was_checked, had_races, count_t, dim_t = previous
+            # launcher; it returns False if any kind differs. The topology was checked when the
+            # plan was made.
+            nonlocal last
+            if last is not None and not kwargs:
+                warm, device_arg, was_checked, had_races, plan = last
                 if device is device_arg and checked is was_checked and races is had_races and (
                         device is not None or current_device() is plan.device):
                     try:
-                        values = plan.bind(args)
-                        if values is not None:
-                            plan.run(count_t, dim_t, values)
+                        if warm(args):
                             return
                     except LaunchError as e:
                         if e.loc is None:
@@ -119,7 +133,8 @@ class KernelFunction:
                 if e.loc is None:
                     e.loc = caller_loc()
                 raise
-            last[0] = (plan, device, checked, races, count_t, dim_t) if not kwargs else None
+            last = None if kwargs or plan is None else (plan.warm_path(count_t, dim_t), device, checked, races, plan)
+            launch.warm_path = last and last[0]   # what the next launch will try first (for tests)
         if plain and len(self._launchers) < 256:
             self._launchers[config] = launch
         return launch
@@ -140,7 +155,7 @@ class KernelFunction:
 
     def _launch(self, count, dim, args, kwargs, device, checked, races) -> tuple:
         """Launch through the plan for these argument kinds (made on first use); return
-        ``(plan, count, dim)`` for the launcher's warm path."""
+        ``(plan, count, dim)`` for the launcher's warm path (no plan if none was kept)."""
         dev = self._device(device)
         name = self.__name__
         count_t = topology(count, "CubeCount", name)
@@ -157,7 +172,7 @@ class KernelFunction:
             order = tuple(i for i, spec in enumerate(bound.specs) if spec.kind != "comptime")
             options = {"races": races or bool(dev.options.get("races"))}
             plan = _LaunchPlan(dev, bound.specs, ir, executable, order, options,
-                               make_binder(signature, bound.specs, name, list(args)))
+                               make_binder(signature, bound.specs, name, list(args)), _classes(args))
             if quick is not None:
                 self._plans[plan_key] = plan
             values = bound.values
@@ -169,7 +184,7 @@ class KernelFunction:
             if values is None:   # a kind the quick key does not see differs: check everything
                 values = bind_arguments(signature, args, kwargs, name).values
         plan.run(count_t, dim_t, values)
-        return plan, count_t, dim_t
+        return (plan if quick is not None else None), count_t, dim_t
 
     def ir(self, *args, dim=(32, 1, 1), device: Device | str | None = None, checked: bool | None = None,
            **kwargs) -> str:

@@ -63,3 +63,43 @@ def test_properties(dev):
     p = dev.properties
     assert p.plane_dim == 32 and p.max_units_per_cube >= 1024 and p.compute_units > 0
     assert p.shared_memory_per_cube >= 48 * 1024
+
+
+def test_warm_launches_of_cupy_arrays_take_the_direct_path(dev):
+    cp = pytest.importorskip("cupy")
+    x, y = cp.arange(1000, dtype=cp.float32), cp.ones(1000, cp.float32)
+    launcher = g.saxpy[4, 256]
+    launcher(x, y, 2.0, device=dev)
+    assert hasattr(launcher.warm_path, "source")
+    for _ in range(9):
+        launcher(x, y, 2.0, device=dev)
+    dev.synchronize()
+    np.testing.assert_allclose(cp.asnumpy(y), 1 + 10 * 2 * np.arange(1000))
+
+
+def test_warm_launches_from_several_threads(dev):
+    cp = pytest.importorskip("cupy")
+    import threading
+
+    launcher = g.saxpy[4, 256]
+    launcher(cp.zeros(1000, cp.float32), cp.zeros(1000, cp.float32), 1.0, device=dev)
+    ys = [cp.zeros(1000, cp.float32) for _ in range(4)]
+    x = cp.arange(1000, dtype=cp.float32)
+    errors = []
+
+    def work(t):
+        try:
+            for _ in range(50):
+                launcher(x, ys[t], float(t + 1), device=dev)
+            cp.cuda.get_current_stream().synchronize()
+        except Exception as e:  # reported below, in the test's thread
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    dev.synchronize()
+    assert not errors
+    for t, y in enumerate(ys):
+        np.testing.assert_allclose(cp.asnumpy(y), 50 * (t + 1) * np.arange(1000))

@@ -1,0 +1,120 @@
+"""Kernel arguments packed for ``cuLaunchKernel``: one struct per executable, one buffer per thread.
+
+``cuLaunchKernel`` takes an array with one pointer per kernel parameter, each to that parameter's
+value, and copies the values when it is called. The packer gives every parameter an 8-byte cell
+of one buffer: the variable cells come first, in parameter order, and are filled by a single
+``struct.pack_into`` per launch; constant cells (the error record's address) follow and are
+written once, when the buffer is made. Each thread packs into its own buffer, so launches from
+several threads never share one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from threading import get_ident
+
+import numpy as np
+
+# struct codes of the C types of kernel parameters, by NumPy name ("pointer": a device address)
+CODES = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+         "int64": "q", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d", "pointer": "Q"}
+CELL = 8
+
+PackError = (struct.error, OverflowError)     # a value that does not fit its parameter's C type
+
+
+class ArgPacker:
+    """Packs the parameters of one kernel.
+
+    ``codes[k]`` is the struct code of parameter k; ``constants`` maps the parameters whose value
+    never changes to that value (packed as a pointer). ``pack(*values)`` takes the other
+    parameters' values in order and returns the address of the pointer array to launch with.
+    ``on_new_thread`` runs before a thread's first launch (e.g. to make the device current).
+    """
+
+    def __init__(self, codes: Sequence[str], constants: Mapping[int, int] | None = None,
+                 on_new_thread: Callable[[], None] | None = None):
+        constants = dict(constants or {})
+        variable = [k for k in range(len(codes)) if k not in constants]
+        order = variable + sorted(constants)
+        self._cells = {k: c for c, k in enumerate(order)}       # parameter -> its cell
+        self._struct = struct.Struct("=" + "".join(_padded(codes[k]) for k in variable))
+        self._constants = struct.Struct("=" + "Q" * len(constants))
+        self._constant_values = [constants[k] for k in sorted(constants)]
+        self._variable_bytes = CELL * len(variable)
+        self._count = len(codes)
+        self._on_new_thread = on_new_thread
+        self._buffers: dict[int, tuple] = {}
+        self.variable_count = len(variable)
+
+    def buffer(self) -> tuple:
+        """This thread's ``(buffer, pointer array address, ...)``, made on its first use."""
+        found = self._buffers.get(get_ident())
+        return found if found is not None else self._new_buffer()
+
+    def _new_buffer(self) -> tuple:
+        if self._on_new_thread is not None:
+            self._on_new_thread()
+        size = max(CELL, CELL * self._count)
+        data = bytearray(size)
+        cells = (ctypes.c_char * size).from_buffer(data)
+        base = ctypes.addressof(cells)
+        pointers = (ctypes.c_void_p * max(1, self._count))(
+            *(base + CELL * self._cells[k] for k in range(self._count)))
+        self._constants.pack_into(data, self._variable_bytes, *self._constant_values)
+        entry = (data, ctypes.addressof(pointers) if self._count else 0, cells, pointers)
+        self._buffers[get_ident()] = entry
+        return entry
+
+    def pack(self, *values) -> int:
+        """Pack the variable parameters; the address of the pointer array. Raises one of
+        `PackError` if a value does not fit its C type."""
+        entry = self.buffer()
+        self._struct.pack_into(entry[0], 0, *values)
+        return entry[1]
+
+    def submitter(self, launch: Callable[[int], None]) -> Callable[..., bool]:
+        """``submit(*values) -> bool``: pack, then ``launch(params_address)``; False, launching
+        nothing, if a value does not fit."""
+        buffers, new_buffer, pack_into = self._buffers, self._new_buffer, self._struct.pack_into
+
+        def submit(*values) -> bool:
+            entry = buffers.get(get_ident()) or new_buffer()
+            try:
+                pack_into(entry[0], 0, *values)
+            except PackError:
+                return False
+            launch(entry[1])
+            return True
+        return submit
+
+
+BUFFER, SHAPE, SCALAR = range(3)
+
+
+def parameter_slots(rendered) -> tuple:
+    """The kernel parameters a launch fills, as ``(kind, param, extra)``: extra is the alignment
+    a buffer needs, the dimension a shape reads, or the NumPy type of a scalar. The error
+    record's address is a constant of the packer, not a slot."""
+    out = []
+    for slot in rendered.args:
+        if slot.kind == "buffer":
+            out.append((BUFFER, slot.param, rendered.alignments.get(slot.param, 1)))
+        elif slot.kind == "shape":   # a Line buffer's extra trailing axis is not a dimension
+            out.append((SHAPE, slot.param, slot.dim))
+        elif slot.kind == "scalar":
+            out.append((SCALAR, slot.param, np.dtype(slot.numpy).type))
+    return tuple(out)
+
+
+def parameter_codes(rendered) -> list[str]:
+    """The struct code of each kernel parameter of a rendered kernel, in order."""
+    kinds = {"buffer": "pointer", "shape": "int32", "error": "pointer"}
+    return [CODES[kinds.get(slot.kind) or slot.numpy] for slot in rendered.args]
+
+
+def _padded(code: str) -> str:
+    pad = CELL - struct.calcsize("=" + code)
+    return f"{code}{pad}x" if pad else code

@@ -1,0 +1,179 @@
+"""The warm launch path: what a launch costs once its plan exists.
+
+A warm launch repeats a launcher's previous launch with arguments of the same kinds (classes,
+dtypes, ranks, Lines widths, Comptime values). Two forms:
+
+- direct: when every array argument is a device array whose type has a raw reader
+  (``register_device_array(raw=...)``) and the backend offers a `DirectLauncher`, the warm path is
+  one Python function generated for the plan and launch shape. It checks the kinds, re-checks what
+  depends on values (element counts, Lines widths, alignment, aliasing) and hands the backend its
+  argument slots, building no intermediate objects.
+- generic: the plan's binder, then the backend's ``launch``.
+
+Either returns False when anything differs, including an argument that would fail a check: the
+launch then takes the full path, which raises the error with its full message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..ir.types import INDEX_MAX
+from ..lang.types import LinesArg
+from .device_arrays import RAW_READERS
+
+WarmPath = Callable[[tuple], bool]
+
+
+def generic_warm_path(plan: Any, count: tuple, dim: tuple) -> WarmPath:
+    """Bind through the plan's binder and launch through the backend's ``launch``."""
+    bind, run = plan.bind, plan.run
+
+    def warm(args: tuple) -> bool:
+        values = bind(args)
+        if values is None:
+            return False
+        run(count, dim, values)
+        return True
+    return warm
+
+
+def direct_warm_path(plan: Any, count: tuple, dim: tuple) -> WarmPath | None:
+    """The generated warm path of ``plan`` at this launch shape, or None when an argument's kind
+    or the backend rules it out."""
+    make = getattr(plan.device.backend, "direct_launcher", None)
+    if make is None:
+        return None
+    writer = _Writer(plan.device.backend, plan.specs, plan.classes)
+    if not writer.arguments():
+        return None
+    launcher = make(plan.executable, plan.ir, plan.device.properties, count, dim, plan.options)
+    if launcher is None:
+        return None
+    exprs = [writer.slot(plan.order[slot[1]], slot) for slot in launcher.slots]
+    if None in exprs:
+        return None
+    writer.line(f"return submit({', '.join(exprs)})")
+    return writer.build(launcher.submit)
+
+
+class _Writer:
+    """Writes the source of one direct warm path: ``warm(args) -> bool``."""
+
+    def __init__(self, backend, specs: tuple, classes: tuple):
+        self.platforms = getattr(backend, "device_array_platforms", frozenset())
+        self.specs, self.classes = specs, classes
+        self.lines: list[str] = []
+        self.namespace: dict[str, Any] = {}
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " + text)
+
+    def constant(self, value: Any, hint: str) -> str:
+        name = f"{hint}{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def arguments(self) -> bool:
+        """Unpack and check every argument; False when one has no direct form."""
+        count = len(self.specs)
+        self.line(f"if len(args) != {count}:")
+        self.line("    return False")
+        if count:
+            self.line(f"{', '.join(f'a{i}' for i in range(count))}, = args")
+        arrays = []
+        for i, (spec, (cls, inner)) in enumerate(zip(self.specs, self.classes)):
+            klass = self.constant(cls, "K")
+            if spec.kind == "comptime":
+                value = self.constant(spec.value, "V")
+                self._fail_if(f"a{i}.__class__ is not {klass} or a{i} != {value}")
+            elif spec.kind == "scalar":
+                if not (cls in (int, float, bool) or issubclass(cls, np.generic)):
+                    return False
+                self._fail_if(f"a{i}.__class__ is not {klass}")
+            else:
+                if not self._array(i, spec, cls, inner):
+                    return False
+                arrays.append(i)
+        self._aliasing(arrays)
+        return True
+
+    def _array(self, i: int, spec, cls, inner) -> bool:
+        entry = RAW_READERS.get(inner)
+        if entry is None or entry[0] not in self.platforms:
+            return False
+        a = f"a{i}"
+        if cls is LinesArg:
+            self._fail_if(f"{a}.__class__ is not {self.constant(LinesArg, 'L')} or "
+                          f"{a}.width != {self._width(i)}")
+            self.line(f"b{i} = {a}.array")
+            a = f"b{i}"
+            self._fail_if(f"{a}.__class__ is not {self.constant(inner, 'K')}")
+        else:
+            self._fail_if(f"{a}.__class__ is not {self.constant(inner, 'K')}")
+        dtype = self.constant(np.dtype(spec.dtype.numpy_name), "D")
+        self.line(f"d{i}, s{i}, p{i}, c{i}, r{i} = {self.constant(entry[1], 'R')}({a})")
+        fails = [f"d{i} is not {dtype} and d{i} != {dtype}", f"not c{i}", f"len(s{i}) != {spec.ndim}"]
+        if spec.mutable:
+            fails.append(f"r{i}")
+        self._fail_if(" or ".join(fails))
+        self.line(f"n{i} = {' * '.join(f's{i}[{axis}]' for axis in range(spec.ndim))}")
+        self._fail_if(f"n{i} > {INDEX_MAX}")
+        if spec.ndim > 1:     # an empty array may still have an axis too long to index
+            self._fail_if(f"not n{i} and max(s{i}) > {INDEX_MAX}")
+        width = self._width(i)
+        if width > 1:
+            self._fail_if(f"s{i}[{spec.ndim - 1}] % {width}")
+        return True
+
+    def _width(self, i: int) -> int:
+        return self.specs[i].width if self.classes[i][0] is LinesArg else 1
+
+    def _aliasing(self, arrays: list[int]) -> None:
+        for x, i in enumerate(arrays):
+            for j in arrays[x + 1:]:
+                if self.specs[i].mutable or self.specs[j].mutable:
+                    size_i, size_j = self.specs[i].dtype.itemsize, self.specs[j].dtype.itemsize
+                    self._fail_if(f"n{i} and n{j} and p{i} < p{j} + {size_j} * n{j} and "
+                                  f"p{j} < p{i} + {size_i} * n{i}")
+
+    def slot(self, i: int, slot: tuple) -> str | None:
+        """The expression of one backend slot for argument ``i``; None if it has none."""
+        kind, spec = slot[0], self.specs[i]
+        if kind == "pointer":
+            if slot[2] > 1:
+                self._fail_if(f"p{i} % {slot[2]}")
+            return f"p{i}"
+        if kind == "extent":
+            axis, width = slot[2], self._width(i)
+            if width > 1 and axis == spec.ndim - 1:
+                return f"s{i}[{axis}] // {width}"
+            return f"s{i}[{axis}]"
+        if kind == "scalar":
+            # The backend packs the value into its slot's C type, refusing (False) what does not
+            # fit; a value for a type narrower than its slot is rounded to it first, as the binder does.
+            if spec.dtype.is_bool:
+                return f"(1 if a{i} else 0)"
+            if spec.dtype.is_int or spec.dtype.bits >= 32:
+                return f"a{i}"
+            try:
+                narrow = np.dtype(spec.dtype.numpy_name).type
+            except TypeError:     # a type NumPy lacks (bfloat16)
+                return None
+            return f"{self.constant(narrow, 'T')}(a{i})"
+        return None
+
+    def _fail_if(self, condition: str) -> None:
+        self.line(f"if {condition}:")
+        self.line("    return False")
+
+    def build(self, submit: Callable[..., bool]) -> WarmPath:
+        source = "def warm(args):\n" + "\n".join(self.lines) + "\n"
+        namespace = dict(self.namespace, submit=submit)
+        exec(compile(source, "<cubepy warm path>", "exec"), namespace)
+        warm = namespace["warm"]
+        warm.source = source
+        return warm

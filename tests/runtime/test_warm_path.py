@@ -1,0 +1,262 @@
+"""The warm launch path, without a GPU: a recording backend packs real CUDA kernel parameters.
+
+The backend renders each kernel with the CUDA dialect and packs its parameters with the CUDA
+backend's `ArgPacker`; both its full launch and its direct launcher decode the packed memory the
+way ``cuLaunchKernel`` reads it (through the pointer array). A warm launch must hand over exactly
+what the full path would, and must fall back to the full path, launching nothing itself, for any
+argument that differs in kind or fails a check.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+
+import numpy as np
+import pytest
+from cubepy.backends.cstyle import CUDA, render
+from cubepy.backends.cuda.packing import (
+    BUFFER,
+    CODES,
+    SCALAR,
+    SHAPE,
+    ArgPacker,
+    PackError,
+    parameter_codes,
+    parameter_slots,
+)
+
+import cubepy as cb
+from cubepy import Array, Comptime, Mut, f16, f32, f64, i8, i64, u16
+from cubepy.runtime.backend import DirectLauncher
+from cubepy.runtime.device_arrays import DeviceArray, register_device_array
+from cubepy.runtime.devices import Device
+from cubepy.runtime.properties import DeviceProperties
+
+ERROR_RECORD = 0xE000
+
+
+class FakeArray:
+    """An array in the recording backend's "memory": only an address, a shape and a dtype."""
+
+    def __init__(self, ptr, shape, dtype=np.float32, readonly=False):
+        self.ptr, self.shape, self.dtype, self.readonly = ptr, tuple(shape), np.dtype(dtype), readonly
+
+
+register_device_array(
+    FakeArray, lambda a: DeviceArray(a, a.ptr, a.shape, a.dtype, a.readonly, "fake"),
+    lambda a: (a.dtype, len(a.shape), True, a.readonly), raw=lambda a: (a.dtype, a.shape, a.ptr, True, a.readonly),
+    platform="fake")
+
+
+def decode(rendered, params_address: int) -> tuple:
+    """Each kernel parameter's value as cuLaunchKernel reads it: through the pointer array."""
+    out = []
+    for k, code in enumerate(parameter_codes(rendered)):
+        cell = ctypes.c_void_p.from_address(params_address + 8 * k).value
+        size = struct.calcsize("=" + code)
+        out.append(struct.unpack("=" + code, ctypes.string_at(cell, size))[0])
+    return tuple(out)
+
+
+class RecordingBackend:
+    name = "recording"
+    device_array_platforms = frozenset({"fake"})
+
+    def __init__(self):
+        self.calls = []
+
+    def probe(self, **_) -> DeviceProperties:
+        return DeviceProperties(
+            name="recording", backend=self.name, plane_dim=32, plane_size_min=32, plane_size_max=32,
+            max_units_per_cube=1024, max_cube_dim=(1024, 1024, 64), max_cube_count=(2**31 - 1, 65535, 65535),
+            shared_memory_per_cube=49152, vector_widths=(1, 2, 4, 8, 16), features=frozenset({"fp16", "fp64"}))
+
+    def compile(self, kernel, properties):
+        rendered = render(kernel, CUDA)
+        errors = {k: ERROR_RECORD for k, slot in enumerate(rendered.args) if slot.kind == "error"}
+        return rendered, ArgPacker(parameter_codes(rendered), errors), parameter_slots(rendered)
+
+    def launch(self, executable, kernel, count, dim, args, properties, options):
+        """The full path, written independently of the CUDA backend's loop: the oracle."""
+        rendered, packer, slots = executable
+        values = []
+        for kind, param, extra in slots:
+            a = args[param]
+            if kind == BUFFER:
+                assert isinstance(a, DeviceArray), "the recording backend only takes device arrays"
+                if a.ptr % extra:
+                    raise ValueError(f"argument '{kernel.params[param].name}' is misaligned")
+                values.append(a.ptr)
+            elif kind == SHAPE:
+                values.append(a.shape[extra])
+            else:
+                assert kind == SCALAR
+                values.append(extra(a))
+        self.calls.append(("full", count, dim, decode(rendered, packer.pack(*values))))
+
+    def direct_launcher(self, executable, kernel, properties, count, dim, options):
+        rendered, packer, slots = executable
+        names = {BUFFER: "pointer", SHAPE: "extent"}
+        direct = tuple((names[kind], param, extra) if kind != SCALAR else ("scalar", param)
+                       for kind, param, extra in slots)
+
+        def launch(params_address):
+            self.calls.append(("direct", count, dim, decode(rendered, params_address)))
+        return DirectLauncher(direct, packer.submitter(launch))
+
+
+@pytest.fixture
+def rec():
+    backend = RecordingBackend()
+    return Device("recording", {}, backend.probe(), backend)
+
+
+@cb.kernel
+def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = a * x[i] + y[i]
+
+
+@cb.kernel(checked=False)
+def many(x: Array[f32], m: Mut[Array[f64]], k: Comptime[int], a: i8, b: u16, c: i64, d: f16, e: cb.bool_,
+         f: f64):
+    i = cb.ABSOLUTE_POS
+    if i < m.shape[0]:
+        m[i, 0] = f64(x[i // k]) + f64(a) + f64(b) + f64(c) + f64(d) + f64(e) + f
+        m[i, 1] = f64(m.shape[1])
+
+
+def _launch_twice(dev, launcher, *args):
+    """Launch cold, then warm; return the recorded (path, count, dim, parameters) of both."""
+    before = len(dev.backend.calls)
+    launcher(*args, device=dev)
+    launcher(*args, device=dev)
+    return dev.backend.calls[before:]
+
+
+def test_warm_launch_hands_over_what_the_full_path_does(rec):
+    x, y = FakeArray(0x10000, (1000,)), FakeArray(0x20000, (1000,))
+    cold, warm = _launch_twice(rec, saxpy[4, 256], x, y, 2.5)
+    assert cold[0] == "full" and warm[0] == "direct"
+    assert warm[1:] == cold[1:] == ((4, 1, 1), (256, 1, 1), (0x10000, 1000, 0x20000, 1000, 2.5, ERROR_RECORD))
+
+
+def test_every_scalar_type_lines_2d_arrays_and_comptime(rec):
+    x, m = FakeArray(0x10000, (64,)), FakeArray(0x40000, (256, 3), np.float64)
+    args = (x, m, 4, -7, 65000, -(2**40), 1.0 / 3.0, True, 2.0**-30)
+    cold, warm = _launch_twice(rec, many[2, 128], *args)
+    assert warm[0] == "direct" and warm[1:] == cold[1:]
+    values = warm[3]
+    assert values[:2] == (0x10000, 64) and values[2:5] == (0x40000, 256, 3)
+    assert values[5:8] == (-7, 65000, -(2**40))
+    assert values[8] == float(np.float16(1.0 / 3.0))       # rounded to f16, passed as float
+    assert values[9:] == (1, 2.0**-30)
+    # NumPy scalars of the same kinds take the direct path too, with the same values
+    np_args = (x, m, 4, np.int8(-7), np.uint16(65000), np.int64(-(2**40)), np.float64(1.0 / 3.0), np.bool_(True),
+               np.float64(2.0**-30))
+    cold, warm = _launch_twice(rec, many[2, 128], *np_args)
+    assert warm[0] == "direct" and warm[3] == values
+
+
+def test_lines_extents_count_lines(rec):
+    x, y = FakeArray(0x10000, (1024,)), FakeArray(0x20000, (1024,))
+    cold, warm = _launch_twice(rec, saxpy[1, 64], cb.lines(x, 4), cb.lines(y, 4), 1.0)
+    assert warm[0] == "direct" and warm[1:] == cold[1:]
+    assert warm[3][1] == warm[3][3] == 256
+
+
+def test_a_different_kind_takes_the_full_path_then_warms_again(rec):
+    launcher = saxpy[4, 256]
+    x, y = FakeArray(0x10000, (1000,)), FakeArray(0x20000, (1000,))
+    _launch_twice(rec, launcher, x, y, 2.0)
+    rec.backend.calls.clear()
+    launcher(x, y, 3, device=rec)                                   # int instead of float
+    launcher(cb.lines(x, 4), cb.lines(y, 4), 2.0, device=rec)        # Lines now
+    launcher(cb.lines(x, 4), cb.lines(y, 4), 2.0, device=rec)
+    launcher(x, y, 2.0, device=rec)                                  # back to the first kinds
+    assert [c[0] for c in rec.backend.calls] == ["full", "full", "direct", "full"]
+
+
+@pytest.mark.parametrize("case", ["lines", "alias", "range", "align", "readonly", "dtype", "length"])
+def test_a_value_that_fails_a_check_raises_the_full_paths_error(rec, case):
+    launcher = saxpy[1, 64]
+    x, y = FakeArray(0x10000, (1024,)), FakeArray(0x20000, (1024,))
+    first = (cb.lines(x, 4), cb.lines(y, 4), 1.0)
+    bad, error = {
+        "lines": ((cb.lines(FakeArray(0x10000, (1022,)), 4), first[1], 1.0), "does not divide the last dimension"),
+        "alias": ((first[0], cb.lines(FakeArray(0x10000 + 64, (1024,)), 4), 1.0), "overlaps argument 'x'"),
+        "align": ((cb.lines(FakeArray(0x10004, (1024,)), 4), first[1], 1.0), "misaligned"),
+        "readonly": ((first[0], cb.lines(FakeArray(0x20000, (1024,), readonly=True), 4), 1.0), "read-only"),
+        "dtype": ((cb.lines(FakeArray(0x10000, (1024,), np.int32), 4), first[1], 1.0), "expects"),
+        "range": (None, None),
+        "length": ((cb.lines(FakeArray(0x10000, (2**31,)), 4), first[1], 1.0), "at most 2147483647"),
+    }[case]
+    if case == "range":
+        launcher = many[1, 64]
+        first = (x, FakeArray(0x40000, (64, 2), np.float64), 4, 1, 2, 3, 1.0, False, 2.0)
+        bad, error = (*first[:3], 128, *first[4:]), "range is \\[-128, 127\\]"
+    launcher(*first, device=rec)
+    launcher(*first, device=rec)
+    calls = len(rec.backend.calls)
+    with pytest.raises((ValueError, TypeError), match=error):
+        launcher(*bad, device=rec)
+    assert len(rec.backend.calls) == calls     # nothing was launched
+    launcher(*first, device=rec)               # and the warm path still works
+    assert rec.backend.calls[-1][0] == "direct"
+
+
+def test_a_scalar_that_does_not_fit_its_c_type_takes_the_full_path(rec):
+    launcher = saxpy[4, 256]
+    x, y = FakeArray(0x10000, (1000,)), FakeArray(0x20000, (1000,))
+    _launch_twice(rec, launcher, x, y, 2.0)
+    with pytest.warns(RuntimeWarning):
+        launcher(x, y, 1e300, device=rec)      # the binder makes it inf (with NumPy's warning)
+    assert rec.backend.calls[-1][0] == "full" and rec.backend.calls[-1][3][4] == float("inf")
+
+
+def test_the_generated_warm_path_is_straight_line_python(rec):
+    launcher = saxpy[4, 256]
+    x, y = FakeArray(0x10000, (1000,)), FakeArray(0x20000, (1000,))
+    _launch_twice(rec, launcher, x, y, 2.0)
+    plan = next(p for p in saxpy._plans.values() if p.device is rec)
+    source = plan.warm_path((4, 1, 1), (256, 1, 1)).source
+    assert "return submit(p0, s0[0], p1, s1[0], a2)" in source
+    assert "for " not in source
+
+
+def test_threads_pack_into_their_own_buffers(rec):
+    launcher = saxpy[4, 256]
+    y = FakeArray(0x20000, (1000,))
+    _launch_twice(rec, launcher, FakeArray(0x10000, (1000,)), y, 2.0)
+    barrier = threading.Barrier(4)
+
+    def worker(t):
+        barrier.wait()
+        for r in range(200):
+            launcher(FakeArray(0x100000 * (t + 2), (1000,)), y, float(t * 1000 + r), device=rec)
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seen = [c[3] for c in rec.backend.calls if c[3][0] >= 0x200000]
+    assert len(seen) == 800
+    assert all(v[0] == 0x100000 * (int(v[4]) // 1000 + 2) for v in seen)
+
+
+def test_packer_constants_cells_and_refusals():
+    packer = ArgPacker([CODES["pointer"], CODES["int8"], CODES["pointer"], CODES["float16"]], {2: 0xABC})
+    address = packer.pack(0x1234, -5, 0.5)
+    cells = [ctypes.c_void_p.from_address(address + 8 * k).value for k in range(4)]
+    assert len(set(cells)) == 4 and all(c % 8 == 0 for c in cells)
+    read = [struct.unpack("=" + c, ctypes.string_at(cell, struct.calcsize(c)))[0]
+            for c, cell in zip("Qbqe", cells)]
+    assert read == [0x1234, -5, 0xABC, 0.5]
+    with pytest.raises(PackError):
+        packer.pack(0x1234, 200, 0.5)
+    with pytest.raises(PackError):
+        packer.pack(-1, 1, 0.5)
+    assert ArgPacker([]).pack() == 0
