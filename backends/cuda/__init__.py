@@ -27,6 +27,7 @@ from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileEr
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime.backend import DirectLauncher
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
+from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import CUDA, Rendered, empty_record, oob_error, render
@@ -260,6 +261,9 @@ class CudaBackend:
             copy_back.append((a, d))
         return d
 
+    def event(self, properties: DeviceProperties) -> CudaEvent:
+        return CudaEvent(_cupy())
+
     def synchronize(self, properties: DeviceProperties | None = None) -> None:
         cp = _cupy()
         cp.cuda.get_current_stream().synchronize()
@@ -276,6 +280,26 @@ class CudaBackend:
                 first = first or oob_error(record, exe.rendered.sites, exe.rendered.name)
         if first is not None:
             raise first
+
+
+class CudaEvent:
+    """A CUDA event recorded on CuPy's current stream; times on the GPU's clock."""
+
+    def __init__(self, cp):
+        self._cp, self._event, self._recorded = cp, cp.cuda.Event(), False
+
+    def record(self) -> None:
+        self._event.record(self._cp.cuda.get_current_stream())
+        self._recorded = True
+
+    def synchronize(self) -> None:
+        not_recorded(not self._recorded)
+        self._event.synchronize()
+
+    def elapsed_ms(self, start: CudaEvent) -> float:
+        not_recorded(not (self._recorded and start._recorded))
+        self._event.synchronize()
+        return float(self._cp.cuda.get_elapsed_time(start._event, self._event))
 
 
 def _include_options(cp) -> list[str]:

@@ -25,6 +25,7 @@ import numpy as np
 from cubepy import settings
 from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Kernel
+from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import HIP, Rendered, empty_record, oob_error, render
@@ -54,7 +55,7 @@ def _check(result, what: str = "HIP"):
     return rest[0] if len(rest) == 1 else rest
 
 
-@dataclass
+@dataclass(eq=False)
 class Executable:
     rendered: Rendered
     module: Any
@@ -194,6 +195,9 @@ class HipBackend:
         if copy_back:
             self._check_errors()
 
+    def event(self, properties: DeviceProperties) -> HipEvent:
+        return HipEvent(_hip()[0])
+
     def synchronize(self, properties: DeviceProperties | None = None) -> None:
         hip, _ = _hip()
         _check(hip.hipDeviceSynchronize(), "hipDeviceSynchronize")
@@ -212,6 +216,27 @@ class HipBackend:
                 first = first or oob_error(rec, exe.rendered.sites, exe.rendered.name)
         if first is not None:
             raise first
+
+
+class HipEvent:
+    """A HIP event recorded on the null stream, where launches go (never run: no AMD GPU here)."""
+
+    def __init__(self, hip):
+        self._hip, self._recorded = hip, False
+        self._event = _check(hip.hipEventCreate(), "hipEventCreate")
+
+    def record(self) -> None:
+        _check(self._hip.hipEventRecord(self._event, None), "hipEventRecord")
+        self._recorded = True
+
+    def synchronize(self) -> None:
+        not_recorded(not self._recorded)
+        _check(self._hip.hipEventSynchronize(self._event), "hipEventSynchronize")
+
+    def elapsed_ms(self, start: HipEvent) -> float:
+        not_recorded(not (self._recorded and start._recorded))
+        self.synchronize()
+        return float(_check(self._hip.hipEventElapsedTime(start._event, self._event), "hipEventElapsedTime"))
 
 
 def _text(v) -> str:

@@ -20,6 +20,7 @@ import numpy as np
 from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Buffer, Kernel
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
+from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import OPENCL, Rendered, empty_record, oob_error, render
@@ -34,14 +35,14 @@ def _cl():
     return cl
 
 
-@dataclass
+@dataclass(eq=False)
 class _DeviceState:
     cl_device: Any
     context: Any
     queue: Any
 
 
-@dataclass
+@dataclass(eq=False)
 class Executable:
     rendered: Rendered
     program: Any
@@ -92,7 +93,7 @@ class OpenCLBackend:
             raise ArgumentValueError(f"OpenCL device index {index} is out of range (found {len(found)})")
         pi, dev = found[index]
         ctx = cl.Context([dev])
-        queue = cl.CommandQueue(ctx, dev)
+        queue = cl.CommandQueue(ctx, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
         ext = set(dev.extensions.split())
         if plane_dim is None:
             prog = cl.Program(ctx, "__kernel void cb_probe(__global int* x) { x[get_global_id(0)] = 0; }").build()
@@ -201,6 +202,9 @@ class OpenCLBackend:
             queue.finish()
             self._check_errors(kernel)
 
+    def event(self, properties: DeviceProperties) -> OpenCLEvent:
+        return OpenCLEvent(_cl(), self._state(properties).queue)
+
     def synchronize(self, properties: DeviceProperties | None = None) -> None:
         for state in self._states.values():
             state.queue.finish()
@@ -229,3 +233,22 @@ def _shape_of(arr, buf: Buffer) -> tuple[int, ...]:
 BACKEND = OpenCLBackend()
 
 __all__ = ["BACKEND", "Executable", "OpenCLBackend"]
+
+
+class OpenCLEvent:
+    """A marker in the device's queue (which profiles), timed on the device's clock."""
+
+    def __init__(self, cl, queue):
+        self._cl, self._queue, self._marker = cl, queue, None
+
+    def record(self) -> None:
+        self._marker = self._cl.enqueue_marker(self._queue)
+
+    def synchronize(self) -> None:
+        not_recorded(self._marker is None)
+        self._marker.wait()
+
+    def elapsed_ms(self, start: OpenCLEvent) -> float:
+        not_recorded(self._marker is None or start._marker is None)
+        self._marker.wait()
+        return (self._marker.profile.end - start._marker.profile.end) * 1e-6

@@ -127,21 +127,21 @@ COLD = textwrap.dedent("""
 """)
 
 
-def gpu_ms(cp, fn, reps, batches=5):
-    """GPU time per launch: CUDA events around a batch of back-to-back launches (so the host's
-    launch cost overlaps the GPU's work, as in a real pipeline), median over batches."""
+def gpu_ms(dev, fn, reps, batches=5):
+    """GPU time per launch: cubepy events (CUDA events on CuPy's current stream) around a batch of
+    back-to-back launches (so the host's launch cost overlaps the GPU's work, as in a real
+    pipeline), median over batches."""
     fn()
-    cp.cuda.get_current_stream().synchronize()
+    dev.synchronize()
     per_batch = max(1, reps // batches)
     times = []
     for _ in range(batches):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start, stop = dev.event(), dev.event()
         start.record()
         for _ in range(per_batch):
             fn()
         stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / per_batch)
+        times.append(stop.elapsed_ms(start) / per_batch)
     return statistics.median(times)
 
 
@@ -210,7 +210,7 @@ def main():
         print(f"  {name:40s} {ms:8.3f} ms  {nbytes / ms / 1e6:8.1f} GB/s  correct={bool(ok)}")
 
     print(f"bandwidth, n = 2^{ns.log2n} float32, {reps} launches in 5 batches timed by CUDA events")
-    row("device copy (cupy copyto)", gpu_ms(cp, lambda: cp.copyto(y, x), reps), 8 * n)
+    row("device copy (cupy copyto)", gpu_ms(dev, lambda: cp.copyto(y, x), reps), 8 * n)
     for checked in (False, True):
         saxpy, triad, copy = make_kernels(checked)
         tag = "checked" if checked else "unchecked"
@@ -218,32 +218,32 @@ def main():
         saxpy[grid4, 256](cb.lines(x, 4), cb.lines(y, 4), a, device=dev)
         dev.synchronize()
         ok = cp.allclose(y, a * x + y0)
-        row(f"cubepy saxpy lines4 {tag}", gpu_ms(cp, lambda saxpy=saxpy: saxpy[grid4, 256](
+        row(f"cubepy saxpy lines4 {tag}", gpu_ms(dev, lambda saxpy=saxpy: saxpy[grid4, 256](
             cb.lines(x, 4), cb.lines(y, 4), a, device=dev), reps), 12 * n, ok)
         triad[grid4, 256](cb.lines(y, 4), cb.lines(x, 4), cb.lines(c, 4), a, device=dev)
         dev.synchronize()
         ok = cp.allclose(y, x + a * c)
-        row(f"cubepy triad lines4 {tag}", gpu_ms(cp, lambda triad=triad: triad[grid4, 256](
+        row(f"cubepy triad lines4 {tag}", gpu_ms(dev, lambda triad=triad: triad[grid4, 256](
             cb.lines(y, 4), cb.lines(x, 4), cb.lines(c, 4), a, device=dev), reps), 12 * n, ok)
         copy[grid4, 256](cb.lines(x, 4), cb.lines(y, 4), device=dev)
         dev.synchronize()
         ok = bool((y == x).all())
-        row(f"cubepy copy lines4 {tag}", gpu_ms(cp, lambda copy=copy: copy[grid4, 256](
+        row(f"cubepy copy lines4 {tag}", gpu_ms(dev, lambda copy=copy: copy[grid4, 256](
             cb.lines(x, 4), cb.lines(y, 4), device=dev), reps), 8 * n, ok)
     fa, fn4 = cp.float32(a), cp.int32(n4)
-    row("CUDA saxpy float4 (RawKernel)", gpu_ms(cp, lambda: saxpy4((grid4,), (256,), (x, y, fa, fn4)), reps), 12 * n)
-    row("CUDA saxpy float (RawKernel)", gpu_ms(cp, lambda: saxpy1(((n + 255) // 256,), (256,), (
+    row("CUDA saxpy float4 (RawKernel)", gpu_ms(dev, lambda: saxpy4((grid4,), (256,), (x, y, fa, fn4)), reps), 12 * n)
+    row("CUDA saxpy float (RawKernel)", gpu_ms(dev, lambda: saxpy1(((n + 255) // 256,), (256,), (
         x, y, fa, cp.int32(n))), reps), 12 * n)
-    row("CUDA triad float4 (RawKernel)", gpu_ms(cp, lambda: triad4((grid4,), (256,), (y, x, c, fa, fn4)), reps),
+    row("CUDA triad float4 (RawKernel)", gpu_ms(dev, lambda: triad4((grid4,), (256,), (y, x, c, fa, fn4)), reps),
         12 * n)
-    row("CUDA copy float4 (RawKernel)", gpu_ms(cp, lambda: copy4((grid4,), (256,), (x, y, fn4)), reps), 8 * n)
+    row("CUDA copy float4 (RawKernel)", gpu_ms(dev, lambda: copy4((grid4,), (256,), (x, y, fn4)), reps), 8 * n)
     tri, why = triton_kernels()
     if tri is not None:
         torch, triton, saxpy_tl, triad_tl = tri
         tx, ty, tc = (torch.as_tensor(v, device="cuda") for v in (x, y, c))
         grid = (triton.cdiv(n, 1024),)
-        row("Triton saxpy (BLOCK 1024)", gpu_ms(cp, lambda: saxpy_tl[grid](tx, ty, a, n, BLOCK=1024), reps), 12 * n)
-        row("Triton triad (BLOCK 1024)", gpu_ms(cp, lambda: triad_tl[grid](ty, tx, tc, a, n, BLOCK=1024), reps),
+        row("Triton saxpy (BLOCK 1024)", gpu_ms(dev, lambda: saxpy_tl[grid](tx, ty, a, n, BLOCK=1024), reps), 12 * n)
+        row("Triton triad (BLOCK 1024)", gpu_ms(dev, lambda: triad_tl[grid](ty, tx, tc, a, n, BLOCK=1024), reps),
             12 * n)
     else:
         print("  " + why)
@@ -261,8 +261,8 @@ def main():
         launch()
         dev.synchronize()
         ok = abs(float(total[0]) - expected) <= 1e-3 * expected
-        row(name, gpu_ms(cp, lambda launch=launch: (total.fill(0), launch()), reps), 4 * n, ok)
-    row("cupy.sum", gpu_ms(cp, lambda: cp.sum(x), reps), 4 * n)
+        row(name, gpu_ms(dev, lambda launch=launch: (total.fill(0), launch()), reps), 4 * n, ok)
+    row("cupy.sum", gpu_ms(dev, lambda: cp.sum(x), reps), 4 * n)
 
     print("warm launch host overhead, n = 4096 (median over 15 batches of 200 launches)")
     sx, sy = cp.ones(4096, cp.float32), cp.ones(4096, cp.float32)

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import settings
 from ..errors import ArgumentValueError, BackendUnavailableError
+from .events import Event, HostEvent
 from .properties import DeviceProperties
 
 # Preference order for the default device: GPUs first, the CPU (always there) next, and the
@@ -55,6 +56,12 @@ class Device:
         sync = getattr(self.backend, "synchronize", None)
         if sync is not None:
             sync(self.properties)
+
+    def event(self) -> Event:
+        """An event for timing work on this device (see `cubepy.runtime.events`)."""
+        self.require()
+        make = getattr(self.backend, "event", None)
+        return make(self.properties) if make is not None else HostEvent(self.synchronize)
 
     def __repr__(self) -> str:
         if not self.available:

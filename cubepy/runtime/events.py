@@ -1,0 +1,52 @@
+"""Events: points in a device's launch order whose time can be read, for timing GPU work.
+
+    start, stop = dev.event(), dev.event()
+    start.record()
+    kernel[count, dim](x, y)
+    stop.record()
+    print(stop.elapsed_ms(start))      # waits for ``stop``
+
+A backend with an asynchronous queue gives events on the device's own clock (CUDA events on
+CuPy's current stream, OpenCL markers with profiling). Elsewhere launches finish before they
+return, and an event reads the host clock once the device's queued work is done.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+
+class Event(Protocol):
+    def record(self) -> None:
+        """Mark this point of the device's launch order (the current stream or queue)."""
+
+    def synchronize(self) -> None:
+        """Wait until the work before the mark is done."""
+
+    def elapsed_ms(self, start: Event) -> float:
+        """Milliseconds from ``start``'s mark to this one's, waiting for this one."""
+
+
+class HostEvent:
+    """An event on the host clock, for devices whose launches finish before they return."""
+
+    def __init__(self, synchronize):
+        self._synchronize = synchronize
+        self._time: float | None = None
+
+    def record(self) -> None:
+        self._synchronize()
+        self._time = time.perf_counter()
+
+    def synchronize(self) -> None:
+        not_recorded(self._time is None)
+
+    def elapsed_ms(self, start: HostEvent) -> float:
+        not_recorded(self._time is None or start._time is None)
+        return (self._time - start._time) * 1e3
+
+
+def not_recorded(missing: bool) -> None:
+    if missing:
+        raise ValueError("an event was not recorded: call event.record() first")

@@ -1,0 +1,44 @@
+"""Events time work in a device's launch order, on every device (no timing is asserted)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import cubepy as cb
+from cubepy import Array, Mut, f32
+from tests.conftest import DEVICE_PARAMS
+
+
+@cb.kernel
+def scale(x: Array[f32], y: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = 2.0 * x[i]
+
+
+@pytest.mark.parametrize("dev", [p for p in DEVICE_PARAMS if p.values[0][1] in (None, 8)], indirect=True)
+def test_events_around_launches_give_elapsed_milliseconds(dev, rng):
+    x = rng.random(4096).astype(np.float32)
+    y = np.full(4096, np.nan, np.float32)
+    start, stop = dev.event(), dev.event()
+    start.record()
+    for _ in range(3):
+        scale.launch(16, 256, x, y, device=dev)
+    stop.record()
+    ms = stop.elapsed_ms(start)
+    assert isinstance(ms, float) and math.isfinite(ms) and ms >= 0
+    stop.synchronize()
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_an_event_not_recorded_is_an_error():
+    dev = cb.device("interp")
+    start, stop = dev.event(), dev.event()
+    start.record()
+    with pytest.raises(ValueError, match="not recorded"):
+        stop.elapsed_ms(start)
+    with pytest.raises(ValueError, match="not recorded"):
+        stop.synchronize()
