@@ -114,11 +114,15 @@ class Dialect:
     shfl_dtypes: frozenset[str] = frozenset()
     popcount: dict[int, str] = field(default_factory=dict)  # bits -> popcount call
     local_barrier: str = ""                # barrier for the plane emulation ("local" mode)
+    # "local" mode: plane ops the device runs natively on its sub-groups, opcode -> (the extension
+    # it needs, the call with {x}); the backend keeps those the device has. Shuffles all go through
+    # the "plane_shuffle" entry with a computed source lane ({x}, {lane}).
+    subgroup_ops: dict[str, tuple[str, str]] = field(default_factory=dict)
     extensions: tuple[str, ...] = ()       # #pragma lines for dtypes/atomics that need them
     shared_static_limit: int | None = None  # bytes of static shared memory; above it dynamic shared memory
     dynamic_shared: str = ""               # declaration of the dynamic shared memory array (bytes)
     size_t: str = "size_t"
-    type_pragmas: dict[str, str] = field(default_factory=dict)  # dtype used -> the #include/#pragma it needs
+    type_pragmas: dict[str, str] = field(default_factory=dict)  # dtype or extension used -> its #include/#pragma
     # Floating point: without fastmath nothing may be contracted or approximated, so results match
     # the interpreter and NumPy bit for bit; "algebraic" allows contraction, reciprocals and
     # approximate functions, never finite-math assumptions. A pragma in the source, or compiler flags.
@@ -241,7 +245,24 @@ OPENCL = Dialect(
     popcount={32: "popcount({x})", 64: "popcount({x})"},
     local_barrier="barrier(CLK_LOCAL_MEM_FENCE);",
     type_pragmas={"f64": "#pragma OPENCL EXTENSION cl_khr_fp64 : enable",
-                  "f16": "#pragma OPENCL EXTENSION cl_khr_fp16 : enable"},
+                  "f16": "#pragma OPENCL EXTENSION cl_khr_fp16 : enable",
+                  "cl_khr_subgroups": "#pragma OPENCL EXTENSION cl_khr_subgroups : enable"},
     extensions=("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable",
                 "#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable"),
 )
+
+
+# OpenCL sub-group builtins for plane ops (cl_khr_subgroups and its companions). The OpenCL backend
+# puts those the device supports into its dialect's ``subgroup_ops`` when the device's sub-group
+# size is the plane size; otherwise plane ops stay emulated through local memory.
+OPENCL_SUBGROUP_OPS = {
+    "plane_sum": ("cl_khr_subgroups", "sub_group_reduce_add({x})"),
+    "plane_min": ("cl_khr_subgroups", "sub_group_reduce_min({x})"),
+    "plane_max": ("cl_khr_subgroups", "sub_group_reduce_max({x})"),
+    "plane_inclusive_sum": ("cl_khr_subgroups", "sub_group_scan_inclusive_add({x})"),
+    "plane_exclusive_sum": ("cl_khr_subgroups", "sub_group_scan_exclusive_add({x})"),
+    "plane_all": ("cl_khr_subgroups", "sub_group_all({x})"),
+    "plane_any": ("cl_khr_subgroups", "sub_group_any({x})"),
+    "plane_ballot": ("cl_khr_subgroup_ballot", "sub_group_ballot({x})"),
+    "plane_shuffle": ("cl_khr_subgroup_shuffle", "sub_group_shuffle({x}, {lane})"),
+}

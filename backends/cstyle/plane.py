@@ -4,7 +4,7 @@ through shared (local) memory (a mixin of `renderer._Renderer`)."""
 from __future__ import annotations
 
 from cubepy.ir.nodes import PLANE_REDUCE, Op
-from cubepy.ir.types import DType, Type, u64
+from cubepy.ir.types import DType, Type, f32, i32, u32, u64
 
 
 class PlaneOps:
@@ -19,10 +19,14 @@ class PlaneOps:
             return
         x = op.args[0]
         dt = x.type.dtype
+        extra = f"{self._arg(op.args[1])}, " if len(op.args) > 1 else ""
+        native = self._subgroup_helper(code, dt)
+        if native is not None:
+            self._define(op, lambda i: f"{native}({extra}{self._arg(x, i)})")
+            return
         helper = self._plane_helper(code, dt)
         local = self.d.plane_mode != "shuffle"
         tail = "cb_lin, cb_plane_scratch" if local else "cb_lane, cb_pmask"
-        extra = f"{self._arg(op.args[1])}, " if len(op.args) > 1 else ""
         self._define(op, lambda i: f"{helper}({self._arg(x, i)}, {extra}{tail})")
 
     def _shfl(self, x: str, lane: str, dtype: DType) -> str:
@@ -33,6 +37,44 @@ class PlaneOps:
         if dtype.is_float:
             return f"(({self._c(dtype)}){d.shfl.format(mask='m', x=f'((float){x})', lane=lane, width=self.P)})"
         return f"(({self._c(dtype)}){d.shfl.format(mask='m', x=f'((int){x})', lane=lane, width=self.P)})"
+
+    def _subgroup_helper(self, code: str, dtype: DType) -> str | None:
+        """A helper running ``code`` on the device's sub-group builtins, or None where the dialect
+        lacks them or the type needs the emulation's exact semantics (bool sums count, f16 sums
+        round in f16). Narrow integers widen to 32 bits: sums wrap the same way once narrowed back,
+        minima and maxima are exact. Sub-group sizes are checked against the plane size at compile."""
+        shuffle = code in _SOURCE_LANE
+        native = self.d.subgroup_ops.get("plane_shuffle" if shuffle else code)
+        if native is None or (dtype.is_bool and code not in ("plane_all", "plane_any", "plane_ballot")
+                              and not shuffle):
+            return None
+        if dtype.name in ("f16", "bf16") and not shuffle:
+            return None
+        name = f"cb_sg_{code}_{dtype.name}"
+        if name in self.helpers:
+            return name
+        extension, call = native
+        self.needs.add(extension)
+        self.needs.add("cl_khr_subgroups")
+        ct, wide = self._c(dtype), self._c(_wide(dtype))
+        fn = f"{self.d.device_fn} " if self.d.device_fn else ""
+        if code in ("plane_all", "plane_any"):
+            body = f"{fn}bool {name}(bool x) {{ return {call.format(x='(int)x')} != 0; }}"
+        elif code == "plane_ballot":
+            u64t = self._c(u64)
+            body = (f"{fn}{u64t} {name}(bool x) {{\n  const uint4 b = {call.format(x='(int)x')};\n"
+                    f"  return ({u64t})b.x | (({u64t})b.y << 32);\n}}")
+        elif shuffle:
+            back = "(y != 0)" if dtype.is_bool else f"({ct})y"
+            read = call.format(x=f"({wide})x", lane="(uint)(ok ? s : lane)")
+            body = (f"{fn}{ct} {name}(int a, {ct} x) {{\n"
+                    f"  const int lane = (int)get_sub_group_local_id(), n = (int)get_sub_group_size();\n"
+                    f"  const int s = {_SOURCE_LANE[code].format(P=self.P)};\n"
+                    f"  const bool ok = s >= 0 && s < n;\n  const {wide} y = {read};\n"
+                    f"  return ok ? {back} : x;\n}}")
+        else:
+            body = f"{fn}{ct} {name}({ct} x) {{ return ({ct}){call.format(x=f'({wide})x')}; }}"
+        return self._helper(name, body)
 
     def _plane_helper(self, code: str, dtype: DType) -> str:
         name = f"cb_{code}_{dtype.name}"
@@ -106,6 +148,23 @@ class PlaneOps:
                         f"{self._binary('add', dtype, 'acc', ld('sh[base + l]'))};\n  return acc;")
             body = head + body
         return self._helper(name, f"{sig} {{\n  {body}\n}}")
+
+
+# The source lane of each shuffle, from this unit's ``lane`` and the op's argument ``a``.
+_SOURCE_LANE = {"plane_broadcast": "a & {P_1}", "plane_shuffle": "a & {P_1}", "plane_shuffle_xor": "lane ^ a",
+                "plane_shuffle_up": "lane - a", "plane_shuffle_down": "lane + a"}
+_SOURCE_LANE = {k: v.replace("{P_1}", "({P} - 1)") for k, v in _SOURCE_LANE.items()}
+
+
+def _wide(dtype: DType) -> DType:
+    """The type a sub-group builtin takes for ``dtype``: 32 bits at least; bool as int, f16 as f32."""
+    if dtype.is_bool:
+        return i32
+    if dtype.is_float:
+        return f32 if dtype.bits < 32 else dtype
+    if dtype.bits >= 32:
+        return dtype
+    return i32 if dtype.is_signed else u32
 
 
 __all__ = ["PlaneOps"]

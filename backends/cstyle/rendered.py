@@ -42,6 +42,7 @@ class Rendered:
     static_shared_bytes: int
     dynamic_shared_bytes: int
     alignments: dict[int, int] = field(default_factory=dict)   # param index -> byte alignment needed
+    subgroups: bool = False            # plane ops on the device's sub-group builtins (OpenCL)
 
 
 __all__ = ["ERROR_WORDS", "MAX_DIMS", "ArgSlot", "OOBSite", "Rendered"]

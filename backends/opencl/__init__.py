@@ -1,9 +1,14 @@
 """OpenCL backend (pyopencl, imported lazily): OpenCL C from the shared C-style renderer.
 
-Plane operations are emulated through local memory with the plane size the device reports (the
-preferred work-group size multiple of a probe kernel, or ``plane_dim=`` given to
-``cb.device("opencl", plane_dim=...)``). Emulated plane ops use work-group barriers, so on this
-backend they must be reached by every unit of the cube (cube-uniform control flow).
+Plane operations run on the device's sub-group builtins where it has them (``cl_khr_subgroups``,
+with ``cl_khr_subgroup_shuffle`` and ``cl_khr_subgroup_ballot`` for shuffles and ballots) and its
+sub-group size is the plane size; each op it lacks, and every op on other devices, is emulated
+through local memory. The plane size is the sub-group size a probe kernel gets, else the
+preferred work-group size multiple, or ``plane_dim=`` given to ``cb.device("opencl", plane_dim=...)``.
+A compiled kernel whose sub-groups come out another size is rendered again, emulated. Emulated
+plane ops use work-group barriers, so on this backend they must be reached by every unit of the
+cube (cube-uniform control flow). Neither PoCL's CPU device nor NVIDIA's driver has sub-groups:
+the builtin path is compile-checked (clang, SPIR) but has not run on a device.
 
 Arguments: NumPy arrays are copied in (and Mut ones back, into the same array, after the
 launch); ``pyopencl.array.Array`` arguments (of this device's context, at offset 0) are used in
@@ -23,7 +28,7 @@ from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_de
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
 
-from ..cstyle import OPENCL, Rendered, empty_record, oob_error, render
+from ..cstyle import OPENCL, OPENCL_SUBGROUP_OPS, Dialect, Rendered, empty_record, oob_error, render
 
 
 def _cl():
@@ -40,6 +45,7 @@ class _DeviceState:
     cl_device: Any
     context: Any
     queue: Any
+    dialect: Dialect = OPENCL          # with the sub-group builtins this device has, if any
 
 
 @dataclass(eq=False)
@@ -49,6 +55,38 @@ class Executable:
     kernel: Any
     state: _DeviceState
     error_buffer: Any = None
+
+
+_SUB_GROUP_PROBE = """#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+__kernel void cb_probe(__global int* x) { x[get_global_id(0)] = sub_group_reduce_add(x[get_global_id(0)]); }"""
+
+
+def _sub_group_size(cl, ctx, dev, extensions: set[str]) -> int | None:
+    """The sub-group size a 256-unit cube gets on this device, if it has sub-groups (and the size
+    is a power of two up to 64), else None."""
+    if "cl_khr_subgroups" not in extensions:
+        return None
+    try:
+        program = cl.Program(ctx, _SUB_GROUP_PROBE).build(options=["-cl-std=CL2.0"])
+        size = int(program.cb_probe.get_sub_group_info(
+            dev, cl.kernel_sub_group_info.MAX_SUB_GROUP_SIZE_FOR_NDRANGE, (256,)))
+    except Exception:       # a driver that lists the extension but cannot build or query it
+        return None
+    return size if 1 <= size <= 64 and size & (size - 1) == 0 else None
+
+
+def _kernel_sub_group_size(cl, state: _DeviceState, program, rendered: Rendered, kernel: Kernel) -> int | None:
+    try:
+        return int(getattr(program, rendered.name).get_sub_group_info(
+            state.cl_device, cl.kernel_sub_group_info.MAX_SUB_GROUP_SIZE_FOR_NDRANGE, tuple(kernel.cube_dim)))
+    except Exception:
+        return None
+
+
+def _preferred_multiple(cl, ctx, dev) -> int:
+    prog = cl.Program(ctx, "__kernel void cb_probe(__global int* x) { x[get_global_id(0)] = 0; }").build()
+    mult = prog.cb_probe.get_work_group_info(cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, dev)
+    return 1 << (max(1, min(64, int(mult))).bit_length() - 1)
 
 
 def _describe_cl_array(a) -> DeviceArray:
@@ -95,15 +133,17 @@ class OpenCLBackend:
         ctx = cl.Context([dev])
         queue = cl.CommandQueue(ctx, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
         ext = set(dev.extensions.split())
+        native = _sub_group_size(cl, ctx, dev, ext)
         if plane_dim is None:
-            prog = cl.Program(ctx, "__kernel void cb_probe(__global int* x) { x[get_global_id(0)] = 0; }").build()
-            mult = prog.cb_probe.get_work_group_info(cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-                                                     dev)
-            plane_dim = 1 << (max(1, min(64, int(mult))).bit_length() - 1)
+            plane_dim = native or _preferred_multiple(cl, ctx, dev)
         elif isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
                 1 <= plane_dim <= 64 and plane_dim & (plane_dim - 1) == 0):
             raise ArgumentValueError(f"OpenCL plane_dim must be a power of two from 1 to 64, got {plane_dim!r}")
-        features = {"plane_ops", "atomics"}
+        dialect = OPENCL
+        if native == plane_dim:
+            dialect = OPENCL.with_(subgroup_ops={op: entry for op, entry in OPENCL_SUBGROUP_OPS.items()
+                                                 if entry[0] in ext})
+        features = {"plane_ops", "atomics"} | ({"subgroups"} if dialect.subgroup_ops else set())
         if dev.type & cl.device_type.GPU:
             features.add("gpu")
         if "cl_khr_fp64" in ext or dev.double_fp_config:
@@ -119,7 +159,7 @@ class OpenCLBackend:
             shared_memory_per_cube=int(dev.local_mem_size) - 8 * int(dev.max_work_group_size),
             vector_widths=(1, 2, 4, 8, 16), compute_units=int(dev.max_compute_units),
             features=frozenset(features))
-        self._states[props] = _DeviceState(dev, ctx, queue)
+        self._states[props] = _DeviceState(dev, ctx, queue, dialect)
         return props
 
     def queue(self, properties: DeviceProperties):
@@ -136,21 +176,29 @@ class OpenCLBackend:
     # --- compile ------------------------------------------------------------------------
 
     def render(self, kernel: Kernel, properties: DeviceProperties | None = None) -> Rendered:
-        return render(kernel, OPENCL)
+        state = self._states.get(properties)
+        return render(kernel, state.dialect if state is not None else OPENCL)
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
         cl = _cl()
         state = self._state(properties)
         rendered = self.render(kernel, properties)
-        try:
-            program = cl.Program(state.context, rendered.source).build(options=list(OPENCL.fp_flags[kernel.fastmath]))
-        except cl.RuntimeError as e:
-            raise CompileError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
+        program = self._build(cl, state, rendered, kernel)
+        if rendered.subgroups and _kernel_sub_group_size(cl, state, program, rendered, kernel) != kernel.plane_dim:
+            rendered = render(kernel, OPENCL)       # sub-groups of another size: emulate the plane ops
+            program = self._build(cl, state, rendered, kernel)
         exe = Executable(rendered, program, getattr(program, rendered.name), state)
         if rendered.sites:
             exe.error_buffer = cl.Buffer(state.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                                          hostbuf=empty_record())
         return exe
+
+    @staticmethod
+    def _build(cl, state: _DeviceState, rendered: Rendered, kernel: Kernel):
+        try:
+            return cl.Program(state.context, rendered.source).build(options=list(OPENCL.fp_flags[kernel.fastmath]))
+        except cl.RuntimeError as e:
+            raise CompileError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
 
     def source(self, kernel: Kernel, executable: Executable | None, properties: DeviceProperties, form: str) -> str:
         return executable.rendered.source if executable is not None else self.render(kernel).source

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import gpu_kernels as g
 from conftest import missing_toolchain
-from cubepy.backends.cstyle import CUDA, HIP, render
+from cubepy.backends.cstyle import CUDA, HIP, OPENCL, OPENCL_SUBGROUP_OPS, render
 
 from cubepy.ir.builder import Builder
 from cubepy.ir.nodes import Buffer, Kernel, ScalarParam
@@ -94,3 +94,33 @@ def test_cuda_source_shape():
     assert "0xffffffff" not in plane64.replace("0xffffffffffffffff", "")
     unchecked = render(cases["oob_unchecked"], CUDA)
     assert not unchecked.sites and "cb_err" not in unchecked.source
+
+
+SUB_GROUPS = OPENCL.with_(subgroup_ops=OPENCL_SUBGROUP_OPS)
+
+
+def test_opencl_sub_group_source_compiles_with_clang(tmp_path):
+    from test_compile_all_kernels import _opencl_clang
+
+    clang = _opencl_clang()
+    cases = [(f"{label}_p{p}", k) for p in (32, 64) for label, k in g.codegen_cases(p) if "plane" in label]
+    cases += [(f"arith_{label}", k) for label, k in g.codegen_cases(64) if label.startswith("arith_")]
+    assert all(render(k, SUB_GROUPS).subgroups for _, k in cases[:2])
+    _compile_all(cases, SUB_GROUPS, [clang, "-x", "cl", "-cl-std=CL2.0", "-target", "spir64", "-Xclang",
+                                     "-finclude-default-header", "-emit-llvm", "-Werror"], ".cl", tmp_path)
+
+
+def test_opencl_plane_ops_use_the_sub_group_builtins_the_device_has():
+    kernel = dict(g.codegen_cases(64))["plane_ops"]
+    emulated = render(kernel, OPENCL)
+    assert not emulated.subgroups and "sub_group" not in emulated.source
+    native = render(kernel, SUB_GROUPS).source
+    assert "sub_group_reduce_add((float)x)" in native and "sub_group_scan_exclusive_add" in native
+    assert "sub_group_ballot((int)x)" in native and "sub_group_shuffle((float)x" in native
+    assert "cb_plane_prod_f32(" in native                      # no builtin product: emulated
+    assert "cl_khr_subgroups : enable" in native
+    only_core = OPENCL.with_(subgroup_ops={op: e for op, e in OPENCL_SUBGROUP_OPS.items()
+                                           if e[0] == "cl_khr_subgroups"})
+    partial = render(kernel, only_core).source
+    assert "sub_group_reduce_add" in partial and "sub_group_shuffle" not in partial
+    assert "cb_plane_shuffle_f32(" in partial and "cb_plane_ballot_bool_(" in partial

@@ -1,6 +1,8 @@
 """Every kernel of the conformance suite and of the examples, rendered for CUDA and HIP and
 compiled with the vendor compilers: nvcc for sm_90 (plane size 32) and Debian's hipcc for gfx90a
 (a wave64 part: plane size 64, and 32 for the examples, which run at the default plane size).
+Kernels with plane ops are also rendered as OpenCL C on sub-group builtins (no device here has
+them: PoCL's CPU device and NVIDIA's driver lack cl_khr_subgroups) and compiled by clang for SPIR.
 
 The kernels are collected by running the conformance suite and the examples on the interpreter
 with CUBEPY_DUMP_IR set, so new tests are covered without listing them here. A missing compiler
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import missing_toolchain
-from cubepy.backends.cstyle import CUDA, HIP, render
+from cubepy.backends.cstyle import CUDA, HIP, OPENCL, OPENCL_SUBGROUP_OPS, render
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,6 +31,14 @@ def _compiler(name: str) -> str:
     if path is None:
         missing_toolchain(f"{name} is not on PATH")
     return path
+
+
+def _opencl_clang() -> str:
+    """A clang with OpenCL C headers: on PATH, or the one Debian's hipcc brings (clang-15)."""
+    found = shutil.which("clang") or next(iter(sorted(Path("/usr/lib").glob("llvm-*/bin/clang"), reverse=True)), None)
+    if found is None:
+        missing_toolchain("no clang for OpenCL C (apt-get install hipcc brings clang-15)")
+    return str(found)
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +81,12 @@ def test_every_conformance_and_example_kernel_compiles_as_hip_for_gfx90a(kernels
     rest = [k for k in kernels if k.plane_dim == 32 and k.name not in names64]   # the examples
     env = dict(os.environ, HIP_PLATFORM="amd")
     _compile(wave64 + rest, HIP, [hipcc, "--offload-arch=gfx90a", "-w"], ".hip", tmp_path, env)
+
+
+def test_plane_op_kernels_compile_as_opencl_on_sub_group_builtins(kernels, tmp_path):
+    clang = _opencl_clang()
+    dialect = OPENCL.with_(subgroup_ops=OPENCL_SUBGROUP_OPS)
+    chosen = [k for k in kernels if k.plane_dim in (32, 64) and render(k, dialect).subgroups]
+    assert len(chosen) >= 20, f"only {len(chosen)} kernels use sub-group builtins"
+    _compile(chosen, dialect, [clang, "-x", "cl", "-cl-std=CL2.0", "-target", "spir64", "-Xclang",
+                               "-finclude-default-header", "-emit-llvm", "-Werror"], ".cl", tmp_path)
