@@ -1,11 +1,14 @@
-"""Arrays that already live on a device (CuPy arrays, PyTorch CUDA tensors, ...), used in place.
+"""Arrays that already live on a device (CuPy arrays, PyTorch CUDA tensors, JAX arrays, ...), used
+in place.
 
-The core never imports a vendor library: anything exposing ``__cuda_array_interface__`` is
-understood here, and a backend may register a faster describer for its own array type.
+The core never imports a vendor library: anything exposing ``__cuda_array_interface__`` or DLPack
+(``__dlpack__`` with a CUDA ``__dlpack_device__``) is understood here, and a backend may register
+a faster describer for its own array type.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from math import prod
 from typing import Any
@@ -65,6 +68,66 @@ def from_cuda_array_interface(obj) -> DeviceArray:
     return DeviceArray(obj, int(ptr or 0), shape, dtype, bool(readonly), "cuda", cai.get("stream"))
 
 
+# DLPack (dlpack.h): device types whose memory a platform's kernels read, the element kinds of
+# its type codes, and the DLTensor at the start of the "dltensor" capsule's DLManagedTensor.
+DLPACK_PLATFORMS = {2: "cuda", 13: "cuda"}          # kDLCUDA, kDLCUDAManaged
+_DLPACK_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}    # int, uint, float, bool
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+def read_dltensor(capsule) -> tuple[int, tuple, np.dtype, int]:
+    """``(address, shape, dtype, DLPack device type)`` of a "dltensor" capsule; raises
+    NotContiguous or ValueError for what kernels cannot index."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    t = _DLTensor.from_address(get(capsule, b"dltensor"))
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    kind = _DLPACK_KINDS.get(t.dtype.code)
+    if kind is None or t.dtype.lanes != 1:
+        raise ValueError(f"DLPack type code {t.dtype.code} ({t.dtype.bits} bits, {t.dtype.lanes} lanes) "
+                         "has no cubepy dtype")
+    dtype = np.dtype(np.bool_) if kind == "b" else np.dtype(f"{kind}{t.dtype.bits // 8}")
+    if t.strides:
+        strides, step = tuple(t.strides[i] for i in range(t.ndim)), 1
+        for extent, stride in zip(reversed(shape), reversed(strides)):
+            if extent > 1 and stride != step:
+                raise NotContiguous(f"strides {strides} (in elements)")
+            step *= extent
+    return (t.data or 0) + t.byte_offset, shape, dtype, t.device.device_type
+
+
+def from_dlpack(obj) -> DeviceArray:
+    """Describe an object exporting DLPack memory of a platform in `DLPACK_PLATFORMS`."""
+    capsule = obj.__dlpack__()
+    ptr, shape, dtype, device_type = read_dltensor(capsule)
+    platform = DLPACK_PLATFORMS.get(device_type)
+    if platform is None:
+        raise ValueError(f"its DLPack memory is on device type {device_type}, which no backend reads in place")
+    # The capsule owns the export: kept alive with the object until cubepy is done with the array.
+    return DeviceArray((obj, capsule), ptr, shape, dtype, False, platform)
+
+
+def _dlpack_platform(value) -> str | None:
+    try:
+        device_type, _ = value.__dlpack_device__()
+    except Exception:
+        return None
+    return DLPACK_PLATFORMS.get(int(device_type))
+
+
 _DESCRIBERS: dict[type, Callable[[Any], DeviceArray]] = {}
 QUICK_FACTS: dict[type, Callable[[Any], tuple]] = {}
 RAW_READERS: dict[type, tuple[str, Callable[[Any], tuple]]] = {}
@@ -93,9 +156,14 @@ def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
 
 def describer(value) -> Callable[[Any], DeviceArray] | None:
     """How to describe ``value`` as a DeviceArray, or None if it is not a device array."""
-    found = _DESCRIBERS.get(value.__class__)
+    cls = value.__class__
+    if cls is np.ndarray:
+        return None
+    found = _DESCRIBERS.get(cls)
     if found is not None:
         return found
     if hasattr(value, "__cuda_array_interface__"):
         return from_cuda_array_interface
+    if hasattr(value, "__dlpack__") and _dlpack_platform(value) is not None:
+        return from_dlpack
     return None

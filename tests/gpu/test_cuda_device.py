@@ -103,3 +103,26 @@ def test_warm_launches_from_several_threads(dev):
     assert not errors
     for t, y in enumerate(ys):
         np.testing.assert_allclose(cp.asnumpy(y), 50 * (t + 1) * np.arange(1000))
+
+
+def test_dlpack_only_arrays_in_place(dev):
+    """An array that offers only DLPack (as JAX arrays do), wrapping a CUDA tensor."""
+    torch = pytest.importorskip("torch")
+
+    class DLPackOnly:
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+        def __dlpack__(self, stream=None):
+            return self.t.__dlpack__()
+
+    x = torch.arange(1000, dtype=torch.float32, device="cuda")
+    y = torch.ones(1000, dtype=torch.float32, device="cuda")
+    ptr = y.data_ptr()
+    g.saxpy.launch(4, 256, DLPackOnly(x), DLPackOnly(y), 2.0, device=dev)
+    dev.synchronize()
+    assert y.data_ptr() == ptr
+    np.testing.assert_allclose(y.cpu().numpy(), 2 * np.arange(1000) + 1)

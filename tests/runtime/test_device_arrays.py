@@ -52,3 +52,70 @@ def test_a_backend_can_register_its_array_type():
     register_device_array(Vendor, lambda v: DeviceArray(v, 1 << 20, (4,), np.dtype(np.float32), False))
     with pytest.raises(TypeError, match="cuda device memory"):
         copy.launch(1, 4, Vendor(), np.zeros(4, np.float32), device="interp")
+
+
+def test_dlpack_capsules_are_read_with_offsets_and_strides():
+    from cubepy.runtime.device_arrays import NotContiguous, read_dltensor
+
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    assert read_dltensor(a.__dlpack__()) == (a.ctypes.data, (4, 6), np.dtype(np.float32), 1)
+    assert read_dltensor(a[1:].__dlpack__())[0] == a.ctypes.data + 24
+    assert read_dltensor(np.ones(3, np.bool_).__dlpack__())[2] == np.bool_
+    with pytest.raises(NotContiguous):
+        read_dltensor(a[:, ::2].__dlpack__())
+
+
+class FakeDLPackCuda:
+    """A DLPack producer of CUDA memory, without a GPU: a hand-made DLManagedTensor in a capsule."""
+
+    def __init__(self, ptr, shape, code=2, bits=32):
+        import ctypes
+
+        from cubepy.runtime.device_arrays import _DLDataType, _DLDevice, _DLTensor
+
+        self._shape = (ctypes.c_int64 * len(shape))(*shape)
+        self._tensor = _DLTensor(ptr, _DLDevice(2, 0), len(shape), _DLDataType(code, bits, 1),
+                                 ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64)), None, 0)
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        import ctypes
+
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self._tensor), b"dltensor", None)
+
+
+def test_dlpack_cuda_arrays_are_device_arrays():
+    from cubepy.runtime.device_arrays import describer
+
+    fake = FakeDLPackCuda(1 << 20, (8, 4))
+    d = describer(fake)(fake)
+    assert (d.ptr, d.shape, d.dtype, d.platform) == (1 << 20, (8, 4), np.float32, "cuda")
+    with pytest.raises(TypeError, match="parameter 'x' is an array in cuda device memory"):
+        copy.launch(1, 4, FakeDLPackCuda(1 << 20, (4,)), np.zeros(4, np.float32), device="interp")
+    with pytest.raises(TypeError, match="expects Array\\[f32\\] but got an array of int32"):
+        copy.launch(1, 4, FakeDLPackCuda(1 << 20, (4,), code=0), np.zeros(4, np.float32), device="interp")
+
+
+def test_host_dlpack_arrays_stay_host_arrays():
+    from cubepy.runtime.device_arrays import describer
+
+    assert describer(np.zeros(3)) is None
+
+    class HostExport:      # a CPU DLPack producer that NumPy reads through __array__
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+        def __dlpack__(self, stream=None):
+            return self.a.__dlpack__()
+
+        def __array__(self, dtype=None, copy=None):
+            return self.a
+
+    assert describer(HostExport(np.zeros(3))) is None
