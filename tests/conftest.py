@@ -44,7 +44,7 @@ def device_params() -> list:
     params = []
     for name in _backends():
         for plane in PLANE_SIZES.get(name, (None,)):
-            label = f"{name}-p{plane}" if plane else name
+            label = name if plane is None else f"{name}-{plane}" if isinstance(plane, str) else f"{name}-p{plane}"
             params.append(pytest.param((name, plane), id=label))
     return params
 

@@ -145,20 +145,24 @@ def gpu_ms(dev, fn, reps, batches=5):
     return statistics.median(times)
 
 
-def host_us(cp, fn, batch=200, batches=15):
-    """Host time to enqueue one launch: batches of ``batch`` launches (few enough that the GPU's
-    launch queue never fills and blocks the host), synchronized between batches; median."""
-    for _ in range(batch):
-        fn()
-    cp.cuda.get_current_stream().synchronize()
-    samples = []
-    for _ in range(batches):
-        t = time.perf_counter()
+def host_us(cp, contenders: dict, batch=200, rounds=21) -> dict:
+    """Host time to enqueue one launch, per contender: in each round every contender runs a batch
+    of ``batch`` launches (few enough that the GPU's launch queue never fills and blocks the
+    host), synchronized after each batch; the contenders take turns, so drift in the host's speed
+    affects all alike. Median over rounds."""
+    for fn in contenders.values():
         for _ in range(batch):
             fn()
-        samples.append((time.perf_counter() - t) / batch * 1e6)
-        cp.cuda.get_current_stream().synchronize()
-    return statistics.median(samples)
+    cp.cuda.get_current_stream().synchronize()
+    samples = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            t = time.perf_counter()
+            for _ in range(batch):
+                fn()
+            samples[name].append((time.perf_counter() - t) / batch * 1e6)
+            cp.cuda.get_current_stream().synchronize()
+    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def triton_kernels():
@@ -264,19 +268,20 @@ def main():
         row(name, gpu_ms(dev, lambda launch=launch: (total.fill(0), launch()), reps), 4 * n, ok)
     row("cupy.sum", gpu_ms(dev, lambda: cp.sum(x), reps), 4 * n)
 
-    print("warm launch host overhead, n = 4096 (median over 15 batches of 200 launches)")
+    print("warm launch host overhead, n = 4096 (median over 21 interleaved rounds of 200 launches each)")
     sx, sy = cp.ones(4096, cp.float32), cp.ones(4096, cp.float32)
     saxpy, _, _ = make_kernels(True)
-    overhead = {
-        "cubepy kernel[...](cupy arrays)": host_us(cp, lambda: saxpy[16, 256](sx, sy, a, device=dev)),
-        "cubepy kernel[...](cupy arrays), default device": host_us(cp, lambda: saxpy[16, 256](sx, sy, a)),
-        "cubepy kernel[...](cb.lines(cupy, 4))": host_us(cp, lambda: saxpy[4, 256](
-            cb.lines(sx, 4), cb.lines(sy, 4), a, device=dev)),
-        "cupy.RawKernel": host_us(cp, lambda: saxpy1((16,), (256,), (sx, sy, fa, cp.int32(4096)))),
+    contenders = {
+        "cubepy kernel[...](cupy arrays)": lambda: saxpy[16, 256](sx, sy, a, device=dev),
+        "cubepy kernel[...](cupy arrays), default device": lambda: saxpy[16, 256](sx, sy, a),
+        "cubepy kernel[...](cb.lines(cupy, 4))": lambda: saxpy[4, 256](cb.lines(sx, 4), cb.lines(sy, 4), a,
+                                                                        device=dev),
+        "cupy.RawKernel": lambda: saxpy1((16,), (256,), (sx, sy, fa, cp.int32(4096))),
     }
     if tri is not None:
         tsx, tsy = torch.as_tensor(sx, device="cuda"), torch.as_tensor(sy, device="cuda")
-        overhead["Triton"] = host_us(cp, lambda: saxpy_tl[(4,)](tsx, tsy, a, 4096, BLOCK=1024))
+        contenders["Triton"] = lambda: saxpy_tl[(4,)](tsx, tsy, a, 4096, BLOCK=1024)
+    overhead = host_us(cp, contenders)
     for name, us in overhead.items():
         print(f"  {name:40s} {us:8.2f} us")
 
