@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,12 @@ from cubepy import settings
 from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime.backend import DirectLauncher
-from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
+from cubepy.runtime.device_arrays import (
+    DeviceArray,
+    NotContiguous,
+    from_cuda_array_interface,
+    register_device_array,
+)
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
 
@@ -82,6 +88,34 @@ def _raw_reader(cp):
     return lambda a: (a.dtype, a.shape, a.data.ptr, a.flags.c_contiguous, False)
 
 
+def _torch_readers(torch) -> tuple:
+    """``(describe, quick_facts, raw)`` for ``torch.Tensor``: CUDA tensors are device arrays read
+    without ``__cuda_array_interface__`` (which costs microseconds per call); CPU tensors are
+    host arrays; a dtype NumPy lacks (bfloat16) goes through the interface's own checks."""
+    dtypes = {getattr(torch, name): np.dtype(name) for name in (
+        "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64")}
+
+    def describe(t):
+        if not t.is_cuda:
+            return None
+        dtype = dtypes.get(t.dtype)
+        if dtype is None:
+            return from_cuda_array_interface(t)
+        if not t.is_contiguous():
+            raise NotContiguous(f"strides {tuple(t.stride())} (in elements)")
+        return DeviceArray(t, t.data_ptr(), tuple(t.shape), dtype, False, "cuda")
+
+    def quick_facts(t):
+        return (t.dtype, t.dim(), t.is_contiguous()) if t.is_cuda and t.dtype in dtypes else None
+
+    def raw(t):
+        if not t.is_cuda:
+            return None
+        return (dtypes.get(t.dtype), t.shape, t.data_ptr(), t.is_contiguous(), False)
+
+    return describe, quick_facts, raw
+
+
 class CudaBackend:
     name = "cuda"
     device_array_platforms = frozenset({"cuda"})
@@ -96,6 +130,9 @@ class CudaBackend:
     def probe(self, index: int = 0, **_) -> DeviceProperties:
         cp = _cupy()
         register_device_array(cp.ndarray, _describe_cupy, _cupy_facts, raw=_raw_reader(cp), platform="cuda")
+        torch = sys.modules.get("torch")     # never imported here; registered if the user has it
+        if torch is not None and hasattr(torch, "Tensor"):
+            register_device_array(torch.Tensor, *_torch_readers(torch), platform="cuda")
         try:
             count = cp.cuda.runtime.getDeviceCount()
         except Exception as e:

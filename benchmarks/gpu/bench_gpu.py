@@ -280,6 +280,7 @@ def main():
     }
     if tri is not None:
         tsx, tsy = torch.as_tensor(sx, device="cuda"), torch.as_tensor(sy, device="cuda")
+        contenders["cubepy kernel[...](torch tensors)"] = lambda: saxpy[16, 256](tsx, tsy, a, device=dev)
         contenders["Triton"] = lambda: saxpy_tl[(4,)](tsx, tsy, a, 4096, BLOCK=1024)
     overhead = host_us(cp, contenders)
     for name, us in overhead.items():

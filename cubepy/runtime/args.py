@@ -115,16 +115,18 @@ def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
             inner = arr.__class__
             if inner is np.ndarray:
                 key.append((a.width, arr.dtype, arr.ndim, arr.flags.writeable, arr.flags.c_contiguous))
-            elif inner in QUICK_FACTS:
-                key.append((a.width, inner, QUICK_FACTS[inner](arr)))
             else:
-                return None
+                facts = QUICK_FACTS[inner](arr) if inner in QUICK_FACTS else None
+                if facts is None:
+                    return None
+                key.append((a.width, inner, facts))
         elif cls in (float, int, bool) or isinstance(a, np.generic):
             key.append(cls)
-        elif cls in QUICK_FACTS:
-            key.append((cls, QUICK_FACTS[cls](a)))
         else:
-            return None
+            facts = QUICK_FACTS[cls](a) if cls in QUICK_FACTS else None
+            if facts is None:
+                return None
+            key.append((cls, facts))
     return tuple(key)
 
 
@@ -284,7 +286,8 @@ def _checked_array(kernel_name, name, ann, value, mutable):
                                      "pass a contiguous copy", kernel_name) from None
         except ValueError as e:
             raise ArgumentValueError(f"parameter '{name}': {e}", kernel_name) from None
-        return _check_array_facts(kernel_name, name, ann, array, mutable, array.readonly)
+        if array is not None:       # None: this instance of a device array type is in host memory
+            return _check_array_facts(kernel_name, name, ann, array, mutable, array.readonly)
     if isinstance(value, (list, tuple)) or np.isscalar(value) or value is None:
         raise ArgumentTypeError(f"parameter '{name}' expects an array (NumPy, or anything with "
                                 f"__array_interface__ / __array__), got {type(value).__name__}", kernel_name)

@@ -138,12 +138,16 @@ def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
                           raw: Callable[[Any], tuple] | None = None, platform: str | None = None) -> None:
     """Let a backend describe its own array type faster than through the generic interfaces.
 
+    ``describe(a)`` returns the `DeviceArray`, or None for an instance in host memory (a type
+    such as ``torch.Tensor`` has both), which is then taken as a host array.
+
     ``quick_facts(a)`` returns what specializes a launch and what the full check looked at
-    (dtype, rank, read-only, contiguous), so that warm launches can skip the full check.
+    (dtype, rank, read-only, contiguous), so that warm launches can skip the full check; None
+    where it cannot tell (no launch plan is kept then).
 
     ``raw(a)`` returns ``(dtype, shape, pointer, c_contiguous, readonly)`` without building a
-    `DeviceArray`: launches through a backend's direct launcher read arguments with it. Give it
-    only for a type whose every instance lives on ``platform`` (e.g. "cuda").
+    `DeviceArray`, or None for an instance not on ``platform`` (e.g. "cuda"): launches through a
+    backend's direct launcher read arguments with it.
     """
     _DESCRIBERS[cls] = describe
     if quick_facts is not None:

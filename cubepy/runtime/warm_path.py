@@ -115,7 +115,9 @@ class _Writer:
         else:
             self._fail_if(f"{a}.__class__ is not {self.constant(inner, 'K')}")
         dtype = self.constant(np.dtype(spec.dtype.numpy_name), "D")
-        self.line(f"d{i}, s{i}, p{i}, c{i}, r{i} = {self.constant(entry[1], 'R')}({a})")
+        self.line(f"t{i} = {self.constant(entry[1], 'R')}({a})")
+        self._fail_if(f"t{i} is None")
+        self.line(f"d{i}, s{i}, p{i}, c{i}, r{i} = t{i}")
         fails = [f"d{i} is not {dtype} and d{i} != {dtype}", f"not c{i}", f"len(s{i}) != {spec.ndim}"]
         if spec.mutable:
             fails.append(f"r{i}")

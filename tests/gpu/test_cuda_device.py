@@ -126,3 +126,20 @@ def test_dlpack_only_arrays_in_place(dev):
     dev.synchronize()
     assert y.data_ptr() == ptr
     np.testing.assert_allclose(y.cpu().numpy(), 2 * np.arange(1000) + 1)
+
+
+def test_torch_tensors_take_the_direct_warm_path_and_cpu_tensors_stay_host_arrays(dev):
+    torch = pytest.importorskip("torch")
+    x = torch.arange(1000, dtype=torch.float32, device="cuda")
+    y = torch.ones(1000, dtype=torch.float32, device="cuda")
+    launcher = g.saxpy[4, 256]
+    for _ in range(3):
+        launcher(x, y, 2.0, device=dev)
+    assert hasattr(launcher.warm_path, "source")
+    dev.synchronize()
+    np.testing.assert_allclose(y.cpu().numpy(), 1 + 3 * 2 * np.arange(1000))
+    hx, hy = torch.arange(1000, dtype=torch.float32), torch.ones(1000, dtype=torch.float32)
+    launcher(hx, hy, 2.0, device=dev)          # CPU tensors: copied there and back, like NumPy arrays
+    np.testing.assert_allclose(hy.numpy(), 1 + 2 * np.arange(1000))
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        launcher(x[::2], y[:500], 2.0, device=dev)
