@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from cubepy.runtime.device_arrays import (
     NotContiguous,
     from_cuda_array_interface,
     register_device_array,
+    register_device_array_module,
 )
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
@@ -130,9 +130,8 @@ class CudaBackend:
     def probe(self, index: int = 0, **_) -> DeviceProperties:
         cp = _cupy()
         register_device_array(cp.ndarray, _describe_cupy, _cupy_facts, raw=_raw_reader(cp), platform="cuda")
-        torch = sys.modules.get("torch")     # never imported here; registered if the user has it
-        if torch is not None and hasattr(torch, "Tensor"):
-            register_device_array(torch.Tensor, *_torch_readers(torch), platform="cuda")
+        register_device_array_module(       # torch is never imported here: registered on first use
+            "torch", lambda torch: register_device_array(torch.Tensor, *_torch_readers(torch), platform="cuda"))
         try:
             count = cp.cuda.runtime.getDeviceCount()
         except Exception as e:

@@ -9,6 +9,7 @@ a faster describer for its own array type.
 from __future__ import annotations
 
 import ctypes
+import sys
 from collections.abc import Callable
 from math import prod
 from typing import Any
@@ -158,12 +159,27 @@ def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
         RAW_READERS[cls] = (platform, raw)
 
 
+_MODULE_HOOKS: dict[str, Callable[[Any], None]] = {}
+
+
+def register_device_array_module(module: str, register: Callable[[Any], None]) -> None:
+    """Call ``register(the module)`` the first time an argument of a class from top-level module
+    ``module`` (e.g. "torch") is described, so that a backend registers that library's array
+    type only once the user has imported it; cubepy never imports it."""
+    _MODULE_HOOKS[module] = register
+
+
 def describer(value) -> Callable[[Any], DeviceArray] | None:
     """How to describe ``value`` as a DeviceArray, or None if it is not a device array."""
     cls = value.__class__
     if cls is np.ndarray:
         return None
     found = _DESCRIBERS.get(cls)
+    if found is None and _MODULE_HOOKS:
+        hook = _MODULE_HOOKS.pop(getattr(cls, "__module__", "").partition(".")[0], None)
+        if hook is not None:
+            hook(sys.modules[cls.__module__.partition(".")[0]])
+            found = _DESCRIBERS.get(cls)
     if found is not None:
         return found
     if hasattr(value, "__cuda_array_interface__"):

@@ -119,3 +119,30 @@ def test_host_dlpack_arrays_stay_host_arrays():
             return self.a
 
     assert describer(HostExport(np.zeros(3))) is None
+
+
+def test_a_library_array_type_is_registered_when_first_seen():
+    import sys
+    import types
+
+    from cubepy.runtime.device_arrays import describer, register_device_array_module
+
+    vendor = types.ModuleType("vendorlib")
+    Tensor = type("Tensor", (), {"__module__": "vendorlib.core"})
+    vendor.Tensor = Tensor
+    seen = []
+
+    def register(module):
+        seen.append(module)
+        register_device_array(module.Tensor, lambda t: DeviceArray(t, 1 << 20, (4,), np.dtype(np.float32), False))
+
+    register_device_array_module("vendorlib", register)
+    sys.modules["vendorlib"] = vendor
+    try:
+        assert describer(np.zeros(2)) is None and not seen
+        d = describer(Tensor())(Tensor())
+        assert seen == [vendor] and d.ptr == 1 << 20
+        describer(Tensor())
+        assert seen == [vendor]          # once
+    finally:
+        del sys.modules["vendorlib"]
