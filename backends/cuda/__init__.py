@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from cubepy import settings
-from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
+from cubepy.errors import ArgumentTypeError, ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime.backend import DirectLauncher
 from cubepy.runtime.device_arrays import (
@@ -119,11 +119,13 @@ def _torch_readers(torch) -> tuple:
 class CudaBackend:
     name = "cuda"
     device_array_platforms = frozenset({"cuda"})
+    takes_streams = True
 
     def __init__(self):
         self._devices: dict[DeviceProperties, int] = {}
         self._several_devices = False
         self._pending: set[Executable] = set()     # launched with an error record not read since
+        self._pending_streams: set[int] = set()    # the streams they were launched on
 
     # --- devices ------------------------------------------------------------------------
 
@@ -227,6 +229,13 @@ class CudaBackend:
     def launch(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, args: list,
                properties: DeviceProperties, options: dict) -> None:
         cp = _cupy()
+        stream = options.get("stream")
+        if stream is not None:      # copies, kernel and copies back all go on the given stream
+            with _cupy_stream(cp, stream, kernel.name):
+                return self._launch(cp, executable, kernel, cube_count, cube_dim, args)
+        self._launch(cp, executable, kernel, cube_count, cube_dim, args)
+
+    def _launch(self, cp, executable: Executable, kernel: Kernel, cube_count, cube_dim, args: list) -> None:
         values, copy_back, shapes = [], [], {}
         staged = []     # device copies of NumPy arguments: alive until the launch is enqueued
         for kind, param, extra in executable.slots:
@@ -251,19 +260,22 @@ class CudaBackend:
         params = executable.packer.pack(*values)
         self._enqueue(cp, executable, cube_count, cube_dim, params)
         del staged      # freed into CuPy's pool in stream order, after the kernel that reads them
-        if copy_back:                 # the host waits for these results: check the record then
+        if copy_back:                 # the host waits for these results: check the records then
             for host, d in copy_back:
                 d.get(out=host.view(np.uint8) if host.dtype == np.bool_ else host)
-            self._check_errors()
+            if self._pending_streams - {cp.cuda.get_current_stream().ptr}:
+                cp.cuda.runtime.deviceSynchronize()     # records written on other streams too
+            self._check_errors(cp)
 
     def _enqueue(self, cp, executable: Executable, cube_count, cube_dim, params: int) -> None:
         if self._several_devices and cp.cuda.runtime.getDevice() != executable.device_index:
             cp.cuda.runtime.setDevice(executable.device_index)
+        stream = cp.cuda.get_current_stream().ptr
         cp.cuda.driver.launchKernel(executable.function.ptr, *cube_count, *cube_dim,
-                                    executable.rendered.dynamic_shared_bytes,
-                                    cp.cuda.get_current_stream().ptr, params, 0)
+                                    executable.rendered.dynamic_shared_bytes, stream, params, 0)
         if executable.error is not None:
             self._pending.add(executable)
+            self._pending_streams.add(stream)
 
     def direct_launcher(self, executable: Executable, kernel: Kernel, properties: DeviceProperties,
                         cube_count, cube_dim, options: dict) -> DirectLauncher:
@@ -279,11 +291,13 @@ class CudaBackend:
             def launch(params: int) -> None:
                 self._enqueue(cp, executable, cube_count, cube_dim, params)
         elif executable.error is not None:
-            pending = self._pending
+            pending, streams = self._pending, self._pending_streams
 
             def launch(params: int) -> None:
-                launch_kernel(function, gx, gy, gz, bx, by, bz, shared, current_stream().ptr, params, 0)
+                stream = current_stream().ptr
+                launch_kernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, 0)
                 pending.add(executable)
+                streams.add(stream)
         else:
             def launch(params: int) -> None:
                 launch_kernel(function, gx, gy, gz, bx, by, bz, shared, current_stream().ptr, params, 0)
@@ -301,21 +315,40 @@ class CudaBackend:
         return CudaEvent(_cupy())
 
     def synchronize(self, properties: DeviceProperties | None = None) -> None:
+        """Wait for all work on the device, every stream's, then read the error records."""
         cp = _cupy()
-        cp.cuda.get_current_stream().synchronize()
-        self._check_errors()
+        index = self._devices.get(properties) if properties is not None else None
+        with cp.cuda.Device(index if index is not None else cp.cuda.runtime.getDevice()):
+            cp.cuda.runtime.deviceSynchronize()
+        self._check_errors(cp)
 
-    def _check_errors(self) -> None:
+    def _check_errors(self, cp) -> None:
+        """Read the records of pending executables (their launches are complete) and raise the first error."""
         pending = list(self._pending)
         self._pending.clear()
+        self._pending_streams.clear()
         first = None
         for exe in pending:
             record = exe.error.get()
             if record[0]:
                 exe.error.fill(0)
+                cp.cuda.get_current_stream().synchronize()   # reset before a later launch can write it
                 first = first or oob_error(record, exe.rendered.sites, exe.rendered.name)
         if first is not None:
             raise first
+
+
+def _cupy_stream(cp, stream, kernel_name: str):
+    """``stream=`` as a CuPy stream: a CuPy stream itself, a ``torch.cuda.Stream``, or a handle."""
+    if isinstance(stream, cp.cuda.stream.BaseStream):
+        return stream
+    handle = getattr(stream, "cuda_stream", None)           # torch.cuda.Stream
+    if handle is None and isinstance(stream, int) and not isinstance(stream, bool):
+        handle = stream
+    if handle is None:
+        raise ArgumentTypeError(f"stream= takes a cupy.cuda.Stream, a torch.cuda.Stream or a CUDA stream "
+                                f"handle (int), got {type(stream).__name__}", kernel_name)
+    return cp.cuda.ExternalStream(int(handle))
 
 
 class CudaEvent:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
+from cubepy.errors import ArgumentTypeError, ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Buffer, Kernel
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.events import not_recorded
@@ -106,10 +106,12 @@ def _cl_array_facts(a) -> tuple:
 class OpenCLBackend:
     name = "opencl"
     device_array_platforms = frozenset({"opencl"})
+    takes_streams = True
 
     def __init__(self):
         self._states: dict[DeviceProperties, _DeviceState] = {}
         self._pending: list[Executable] = []
+        self._user_queues: list = []      # queues given as stream=, finished at synchronize()
 
     # --- devices ------------------------------------------------------------------------
 
@@ -209,7 +211,7 @@ class OpenCLBackend:
                properties: DeviceProperties, options: dict) -> None:
         cl = _cl()
         state = executable.state
-        ctx, queue = state.context, state.queue
+        ctx, queue = state.context, self._queue(cl, state, options.get("stream"), kernel)
         params = kernel.params
         values, copy_back = [], []
         buffers: dict[int, Any] = {}
@@ -248,12 +250,31 @@ class OpenCLBackend:
             self._pending.append(executable)
         if copy_back:          # the host needs the results now: the queue drains anyway
             queue.finish()
+            for other in self._user_queues if queue is state.queue else (state.queue, *self._user_queues):
+                other.finish()     # records may be written from other queues too
             self._check_errors(kernel)
+
+    def _queue(self, cl, state: _DeviceState, stream, kernel: Kernel):
+        """The device's own queue, or the ``stream=`` queue, which must be of the device's context."""
+        if stream is None:
+            return state.queue
+        if not isinstance(stream, cl.CommandQueue):
+            raise ArgumentTypeError(f"stream= takes a pyopencl.CommandQueue on OpenCL, got {type(stream).__name__}",
+                                    kernel.name)
+        if stream.context != state.context:
+            raise ArgumentValueError("stream= is a queue of another OpenCL context; make it with the device's "
+                                     "(cb.device('opencl').backend.queue(dev.properties).context)", kernel.name)
+        if all(q is not stream for q in self._user_queues):
+            self._user_queues.append(stream)
+        return stream
 
     def event(self, properties: DeviceProperties) -> OpenCLEvent:
         return OpenCLEvent(_cl(), self._state(properties).queue)
 
     def synchronize(self, properties: DeviceProperties | None = None) -> None:
+        for queue in self._user_queues:
+            queue.finish()
+        self._user_queues.clear()
         for state in self._states.values():
             state.queue.finish()
         self._check_errors(None)

@@ -37,9 +37,10 @@ class _LaunchPlan:
     classes: tuple            # per argument: (its class, the class of the array inside a cb.lines)
     warm_paths: dict = field(default_factory=dict)
 
-    def run(self, count: tuple, dim: tuple, values: list) -> None:
+    def run(self, count: tuple, dim: tuple, values: list, stream: Any = None) -> None:
+        options = self.options if stream is None else {**self.options, "stream": stream}
         self.device.backend.launch(self.executable, self.ir, count, dim, [values[i] for i in self.order],
-                                   self.device.properties, self.options)
+                                   self.device.properties, options)
 
     def warm_path(self, count: tuple, dim: tuple) -> WarmPath:
         """The warm path at this launch shape: generated once, direct where the backend allows."""
@@ -111,12 +112,12 @@ class KernelFunction:
         count, dim = config
         last = None   # (warm path, device argument, checked, races, plan) of the previous launch
 
-        def launch(*args, device=None, checked=None, races=False, **kwargs):
+        def launch(*args, device=None, checked=None, races=False, stream=None, **kwargs):
             # The warm path: same device, modes and argument kinds as the previous launch of this
-            # launcher; it returns False if any kind differs. The topology was checked when the
-            # plan was made.
+            # launcher, on the current stream; it returns False if any kind differs. The topology
+            # was checked when the plan was made.
             nonlocal last
-            if last is not None and not kwargs:
+            if last is not None and stream is None and not kwargs:
                 warm, device_arg, was_checked, had_races, plan = last
                 if device is device_arg and checked is was_checked and races is had_races and (
                         device is not None or current_device() is plan.device):
@@ -128,7 +129,7 @@ class KernelFunction:
                             e.loc = caller_loc()
                         raise
             try:
-                plan, count_t, dim_t = self._launch(count, dim, args, kwargs, device, checked, races)
+                plan, count_t, dim_t = self._launch(count, dim, args, kwargs, device, checked, races, stream)
             except LaunchError as e:
                 if e.loc is None:
                     e.loc = caller_loc()
@@ -140,24 +141,30 @@ class KernelFunction:
         return launch
 
     def launch(self, count, dim, *args, device: Device | str | None = None, checked: bool | None = None,
-               races: bool = False, **kwargs) -> None:
+               races: bool = False, stream: Any = None, **kwargs) -> None:
         """Launch on ``device`` (default: the current device) with ``count`` cubes of ``dim`` units.
 
         ``races=True`` (interpreter) reports data races between units; ``checked`` overrides the
-        kernel's bounds-checking mode for this launch.
+        kernel's bounds-checking mode for this launch. ``stream`` enqueues on that stream instead
+        of the current one: on ``cuda`` a ``cupy.cuda.Stream``, a ``torch.cuda.Stream`` or a raw
+        handle (int); on ``opencl`` a ``pyopencl.CommandQueue`` of the device's context. Launches
+        on the current stream (``with cupy.cuda.Stream(): ...``) take the faster warm path.
         """
         try:
-            self._launch(count, dim, args, kwargs, device, checked, races)
+            self._launch(count, dim, args, kwargs, device, checked, races, stream)
         except LaunchError as e:
             if e.loc is None:   # point at the user's launch line
                 e.loc = caller_loc()
             raise
 
-    def _launch(self, count, dim, args, kwargs, device, checked, races) -> tuple:
+    def _launch(self, count, dim, args, kwargs, device, checked, races, stream=None) -> tuple:
         """Launch through the plan for these argument kinds (made on first use); return
         ``(plan, count, dim)`` for the launcher's warm path (no plan if none was kept)."""
         dev = self._device(device)
         name = self.__name__
+        if stream is not None and not getattr(dev.backend, "takes_streams", False):
+            raise ArgumentValueError(f"stream={stream!r}: device '{dev.name}' runs each launch to completion "
+                                     "and takes no stream", name)
         count_t = topology(count, "CubeCount", name)
         dim_t = topology(dim, "CubeDim", name)
         signature = self.signature
@@ -183,7 +190,7 @@ class KernelFunction:
             values = plan.bind(args)
             if values is None:   # a kind the quick key does not see differs: check everything
                 values = bind_arguments(signature, args, kwargs, name).values
-        plan.run(count_t, dim_t, values)
+        plan.run(count_t, dim_t, values, stream)
         return (plan if quick is not None else None), count_t, dim_t
 
     def ir(self, *args, dim=(32, 1, 1), device: Device | str | None = None, checked: bool | None = None,

@@ -143,3 +143,48 @@ def test_torch_tensors_take_the_direct_warm_path_and_cpu_tensors_stay_host_array
     np.testing.assert_allclose(hy.numpy(), 1 + 2 * np.arange(1000))
     with pytest.raises(ValueError, match="not C-contiguous"):
         launcher(x[::2], y[:500], 2.0, device=dev)
+
+
+def test_launches_on_given_streams(dev):
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(4096, dtype=cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    for stream in (s, s.ptr):
+        y = cp.zeros(4096, cp.float32)
+        g.saxpy.launch(16, 256, x, y, 1.0, device=dev, stream=stream)
+        g.saxpy[16, 256](x, y, 1.0, device=dev, stream=stream)
+        s.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(y), 2 * np.arange(4096))
+    hy = np.zeros(4096, np.float32)               # NumPy arguments: copies on the stream too
+    g.saxpy.launch(16, 256, np.arange(4096, dtype=np.float32), hy, 1.0, device=dev, stream=s)
+    np.testing.assert_allclose(hy, np.arange(4096))
+    with s:                                        # the current stream: the warm path
+        y = cp.zeros(4096, cp.float32)
+        for _ in range(3):
+            g.saxpy[16, 256](x, y, 1.0, device=dev)
+    dev.synchronize()
+    np.testing.assert_allclose(cp.asnumpy(y), 3 * np.arange(4096))
+    with pytest.raises(TypeError, match="stream= takes a cupy.cuda.Stream"):
+        g.saxpy.launch(16, 256, x, y, 1.0, device=dev, stream="default")
+
+
+def test_torch_streams(dev):
+    torch = pytest.importorskip("torch")
+    x = torch.arange(4096, dtype=torch.float32, device="cuda")
+    y = torch.zeros(4096, dtype=torch.float32, device="cuda")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    g.saxpy.launch(16, 256, x, y, 1.0, device=dev, stream=stream)
+    stream.synchronize()
+    np.testing.assert_allclose(y.cpu().numpy(), np.arange(4096))
+
+
+def test_an_error_on_one_stream_is_not_lost_when_another_stream_waits(dev):
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(64, dtype=cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    g.oob.launch(1, 64, x, cp.zeros(64, cp.float32), device=dev, stream=s)
+    hy = np.zeros(1000, np.float32)
+    with pytest.raises(cb.OutOfBoundsError, match="out of bounds for array 'x'"):
+        g.saxpy.launch(4, 256, np.ones(1000, np.float32), hy, 1.0, device=dev)   # waits: reads every record
+    dev.synchronize()
