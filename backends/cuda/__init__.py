@@ -340,7 +340,7 @@ class CudaBackend:
 
 def _cupy_stream(cp, stream, kernel_name: str):
     """``stream=`` as a CuPy stream: a CuPy stream itself, a ``torch.cuda.Stream``, or a handle."""
-    if isinstance(stream, cp.cuda.stream.BaseStream):
+    if isinstance(stream, (cp.cuda.Stream, cp.cuda.ExternalStream)):
         return stream
     handle = getattr(stream, "cuda_stream", None)           # torch.cuda.Stream
     if handle is None and isinstance(stream, int) and not isinstance(stream, bool):
