@@ -339,16 +339,34 @@ class CudaBackend:
 
 
 def _cupy_stream(cp, stream, kernel_name: str):
-    """``stream=`` as a CuPy stream: a CuPy stream itself, a ``torch.cuda.Stream``, or a handle."""
+    """``stream=`` as a CuPy stream: a CuPy stream itself, an object of the CUDA stream protocol
+    (``__cuda_stream__``), a ``torch.cuda.Stream``, or a raw handle (int)."""
     if isinstance(stream, (cp.cuda.Stream, cp.cuda.ExternalStream)):
         return stream
-    handle = getattr(stream, "cuda_stream", None)           # torch.cuda.Stream
+    if hasattr(stream, "__cuda_stream__"):
+        handle = stream.__cuda_stream__()[1]
+    else:
+        handle = getattr(stream, "cuda_stream", None)       # torch.cuda.Stream
     if handle is None and isinstance(stream, int) and not isinstance(stream, bool):
         handle = stream
     if handle is None:
-        raise ArgumentTypeError(f"stream= takes a cupy.cuda.Stream, a torch.cuda.Stream or a CUDA stream "
-                                f"handle (int), got {type(stream).__name__}", kernel_name)
+        raise ArgumentTypeError(f"stream= takes a cupy.cuda.Stream, a torch.cuda.Stream, an object with "
+                                f"__cuda_stream__ or a CUDA stream handle (int), got {type(stream).__name__}",
+                                kernel_name)
+    from_external = getattr(cp.cuda.Stream, "from_external", None)
+    if from_external is not None:                            # CuPy 14 and later
+        return from_external(_StreamHandle(int(handle)))
     return cp.cuda.ExternalStream(int(handle))
+
+
+class _StreamHandle:
+    """A raw stream handle, offered through the CUDA stream protocol."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.handle)
 
 
 class CudaEvent:
