@@ -37,6 +37,7 @@ from .lang.types import Array, Comptime, Mut, Region, lines
 from .runtime.devices import Device, current_device, device, devices, set_device
 from .runtime.kernel import CubeFunction, KernelFunction, func, kernel
 from .runtime.properties import DeviceProperties
+from .runtime.residency import Resident, TransferWarning, preload, preload_mut
 from .runtime.topology import CubeCount, CubeDim
 from .runtime.verify_partitioning import verify_partitioning
 
@@ -49,8 +50,8 @@ __all__ = [
     "Array", "ArgumentTypeError", "ArgumentValueError", "BackendUnavailableError", "CompileError", "Comptime",
     "CubeCount", "CubeDim", "CubeError", "CubeFunction", "CubeIndexError", "CubeNameError", "CubeSyntaxError",
     "CubeTypeError", "CubeValueError", "DType", "Device", "DeviceProperties", "DivergenceError", "KernelFunction",
-    "LaunchError", "Linear1D", "Mut", "OutOfBoundsError", "Partitioning", "RaceError", "Region", "Strided1D",
-    "Tile2D", "UnsafePartitioning", "bf16", "bool_", "current_device", "device", "devices", "f16", "f32", "f64",
-    "func", "i8", "i16", "i32", "i64", "kernel", "lines", "set_device", "u8", "u16", "u32", "u64",
-    "verify_partitioning", *_BUILTINS, *_INTRINSICS,
+    "LaunchError", "Linear1D", "Mut", "OutOfBoundsError", "Partitioning", "RaceError", "Region", "Resident",
+    "Strided1D", "Tile2D", "TransferWarning", "UnsafePartitioning", "bf16", "bool_", "current_device", "device",
+    "devices", "f16", "f32", "f64", "func", "i8", "i16", "i32", "i64", "kernel", "lines", "preload", "preload_mut",
+    "set_device", "u8", "u16", "u32", "u64", "verify_partitioning", *_BUILTINS, *_INTRINSICS,
 ]

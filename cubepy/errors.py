@@ -105,11 +105,11 @@ def caller_loc() -> SourceLoc | None:
 
     from . import backends as _backends_pkg  # noqa: F401  (its path is cubepy.backends)
 
-    skip = _PACKAGE_DIRS + tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in _backends_pkg.__path__)
+    skip = _PACKAGE_DIRS + tuple(os.path.abspath(p) + os.sep for p in _backends_pkg.__path__)
     frame = sys._getframe(1)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(skip):
+        if not filename.startswith(skip) and not frame.f_code.co_filename.startswith("<cubepy"):
             text = linecache.getline(filename, frame.f_lineno).rstrip("\n")
             indent = len(text) - len(text.lstrip())
             return SourceLoc(filename, frame.f_lineno, indent, len(text.rstrip()), text)

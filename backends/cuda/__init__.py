@@ -35,6 +35,7 @@ from cubepy.runtime.device_arrays import (
 )
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
+from cubepy.runtime.residency import note_upload
 
 from ..cstyle import CUDA, Rendered, empty_record, oob_error, render
 from .packing import BUFFER, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
@@ -245,6 +246,7 @@ class CudaBackend:
                     # Used in place: the kernel gets the pointer, nothing is copied.
                     ptr, shapes[param] = a.ptr, a.shape
                 else:
+                    note_upload(kernel.name, kernel.params[param].name, a)
                     d = self._device_copy(cp, a, kernel.params[param].mutable, copy_back)
                     staged.append(d)
                     ptr, shapes[param] = d.data.ptr, d.shape
@@ -310,6 +312,15 @@ class CudaBackend:
         if mutable and a.size:
             copy_back.append((a, d))
         return d
+
+    def to_device(self, array: np.ndarray, properties: DeviceProperties):
+        """A CuPy copy of ``array`` on this device (for cb.preload)."""
+        cp = _cupy()
+        with cp.cuda.Device(self._devices.get(properties, 0)):
+            return cp.asarray(array)
+
+    def to_host(self, data, out: np.ndarray | None, properties: DeviceProperties) -> np.ndarray:
+        return data.get(out=out)
 
     def event(self, properties: DeviceProperties) -> CudaEvent:
         return CudaEvent(_cupy())

@@ -27,6 +27,7 @@ from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileEr
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
+from cubepy.runtime.residency import note_upload
 
 from ..cstyle import HIP, Rendered, empty_record, oob_error, render
 
@@ -156,6 +157,7 @@ class HipBackend:
                 if slot.kind == "buffer":
                     a = args[slot.param]
                     if isinstance(a, np.ndarray):
+                        note_upload(kernel.name, kernel.params[slot.param].name, a)
                         ptr = _check(hip.hipMalloc(max(a.nbytes, 16)), "hipMalloc")
                         temps.append(ptr)
                         if a.nbytes:

@@ -27,6 +27,7 @@ from cubepy.ir.nodes import Buffer, Kernel
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
+from cubepy.runtime.residency import note_upload
 
 from ..cstyle import OPENCL, OPENCL_SUBGROUP_OPS, Dialect, Rendered, empty_record, oob_error, render
 
@@ -225,6 +226,7 @@ class OpenCLBackend:
                     if host.nbytes == 0:
                         dev = cl.Buffer(ctx, flags, size=16)
                     else:
+                        note_upload(kernel.name, buf_param.name, arr)
                         dev = cl.Buffer(ctx, flags | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
                         if buf_param.mutable:
                             copy_back.append((host, dev))
@@ -267,6 +269,15 @@ class OpenCLBackend:
         if all(q is not stream for q in self._user_queues):
             self._user_queues.append(stream)
         return stream
+
+    def to_device(self, array: np.ndarray, properties: DeviceProperties):
+        """A pyopencl array copy of ``array`` on this device (for cb.preload)."""
+        import pyopencl.array
+
+        return pyopencl.array.to_device(self._state(properties).queue, array)
+
+    def to_host(self, data, out: np.ndarray | None, properties: DeviceProperties) -> np.ndarray:
+        return data.get(self._state(properties).queue, ary=out)
 
     def event(self, properties: DeviceProperties) -> OpenCLEvent:
         return OpenCLEvent(_cl(), self._state(properties).queue)

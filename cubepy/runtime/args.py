@@ -207,8 +207,9 @@ def _array_step(kernel_name: str, name: str, example):
 
     def step(value):
         array = value.array if width else value
-        if describe is not None:
-            array = describe(array)
+        if describe is not None:    # a device array, or None for an instance in host memory
+            described = describe(array)
+            array = described if described is not None else np.asarray(array)
         shape = array.shape
         if array.size > INDEX_MAX or (not array.size and any(s > INDEX_MAX for s in shape)):
             raise ArgumentValueError(f"parameter '{name}' has {array.size} elements; kernels index with i32, so "

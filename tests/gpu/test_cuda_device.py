@@ -188,3 +188,15 @@ def test_an_error_on_one_stream_is_not_lost_when_another_stream_waits(dev):
     with pytest.raises(cb.OutOfBoundsError, match="out of bounds for array 'x'"):
         g.saxpy.launch(4, 256, np.ones(1000, np.float32), hy, 1.0, device=dev)   # waits: reads every record
     dev.synchronize()
+
+
+def test_preloaded_arrays_take_the_direct_warm_path(dev):
+    x = np.arange(1000, dtype=np.float32)
+    x_dev, y_dev = cb.preload(x, device=dev), cb.preload_mut(np.ones(1000, np.float32), device=dev)
+    launcher = g.saxpy[4, 256]
+    for _ in range(3):
+        launcher(x_dev, y_dev, 2.0, device=dev)
+    assert hasattr(launcher.warm_path, "source")
+    np.testing.assert_allclose(y_dev.to_host(), 1 + 3 * 2 * x)
+    with pytest.raises(ValueError, match="is Mut but the array passed is read-only"):
+        launcher(x_dev, x_dev, 2.0, device=dev)

@@ -19,6 +19,7 @@ def scale(x: Array[f32], y: Mut[Array[f32]]):
         y[i] = 2.0 * x[i]
 
 
+@pytest.mark.filterwarnings("ignore::cubepy.TransferWarning")
 @pytest.mark.parametrize("dev", [p for p in DEVICE_PARAMS if p.values[0][1] in (None, 8)], indirect=True)
 def test_events_around_launches_give_elapsed_milliseconds(dev, rng):
     x = rng.random(4096).astype(np.float32)

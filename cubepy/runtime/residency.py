@@ -1,0 +1,160 @@
+"""Explicit residency, and the warning for the per-launch transfer trap.
+
+A NumPy array passed to a GPU kernel is copied there on every launch (and back, if ``Mut``). In a
+loop that is slow, so the runtime counts uploads of the same array for the same argument and warns
+once, naming the argument and `preload`. ``cb.preload(x)`` copies an array to a device once and
+returns a `Resident` handle that kernels read in place, launch after launch; ``cb.preload_mut(y)``
+gives one kernels may write; ``.to_host()`` copies the data back.
+
+    x_dev, y_dev = cb.preload(x), cb.preload_mut(y)
+    for _ in range(100):
+        saxpy[count, dim](x_dev, y_dev, 2.0)
+    y_dev.to_host(out=y)
+
+On host devices (``cpu``, ``interp``) the handle holds a private host copy, so a host array is
+left untouched until ``to_host(out=...)`` on every device alike.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArgumentTypeError, caller_loc
+from .device_arrays import RAW_READERS, DeviceArray, describer, register_device_array
+from .devices import Device, current_device
+from .devices import device as get_device
+
+
+class TransferWarning(UserWarning):
+    """The same host array was copied to a device launch after launch."""
+
+
+class Resident:
+    """An array kept on a device across launches (see `preload`). Pass it to kernels in place of
+    the host array; ``to_host()`` copies it back. ``mutable`` is False for `preload`'s handles,
+    which kernels may only read."""
+
+    __slots__ = ("device", "data", "mutable", "shape", "dtype")
+
+    def __init__(self, device: Device, data: Any, mutable: bool, shape: tuple, dtype: np.dtype):
+        self.device, self.data, self.mutable, self.shape, self.dtype = device, data, mutable, shape, dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def to_host(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The data as a NumPy array: a new one, or written into ``out`` (same shape and dtype)."""
+        if out is not None and (out.shape != self.shape or out.dtype != self.dtype):
+            raise ArgumentTypeError(f"to_host(out=...) needs shape {self.shape} and dtype {self.dtype}, got "
+                                    f"{out.shape} and {out.dtype}")
+        if isinstance(self.data, np.ndarray):
+            if out is None:
+                return self.data.copy()
+            np.copyto(out, self.data)
+            return out
+        self.device.synchronize()
+        return self.device.backend.to_host(self.data, out, self.device.properties)
+
+    def __array__(self, dtype=None, copy=None):
+        """Host handles only: the runtime binds them as host arrays, without a copy."""
+        if not isinstance(self.data, np.ndarray):
+            raise TypeError(f"this array lives on device '{self.device.name}'; copy it back with .to_host()")
+        view = self.data if self.mutable else self.data.view()
+        if not self.mutable:
+            view.flags.writeable = False
+        return view if dtype is None else view.astype(dtype)
+
+    def __repr__(self) -> str:
+        kind = "preload_mut" if self.mutable else "preload"
+        return f"<cubepy {kind} array {self.shape} {self.dtype} on {self.device.name}>"
+
+
+def preload(array, device: Device | str | None = None) -> Resident:
+    """Copy ``array`` to ``device`` (default: the current device) once; kernels read the handle in
+    place on every launch. Passing it for a ``Mut`` parameter is an error: use `preload_mut`."""
+    return _preload(array, device, mutable=False)
+
+
+def preload_mut(array, device: Device | str | None = None) -> Resident:
+    """Like `preload`, for arrays kernels write; ``.to_host()`` brings the results back."""
+    return _preload(array, device, mutable=True)
+
+
+def _preload(array, device, mutable: bool) -> Resident:
+    dev = current_device() if device is None else get_device(device) if isinstance(device, str) else device
+    dev.require()
+    if np.ndim(array) == 0:
+        raise ArgumentTypeError(f"cb.preload takes an array, got {type(array).__name__} {array!r}")
+    host = np.ascontiguousarray(array)
+    to_device = getattr(dev.backend, "to_device", None)
+    data = host.copy() if to_device is None else to_device(host, dev.properties)
+    return Resident(dev, data, mutable, host.shape, host.dtype)
+
+
+def _describe(r: Resident) -> DeviceArray | None:
+    if isinstance(r.data, np.ndarray):
+        return None                       # a host handle: bound as a host array, through __array__
+    d = describer(r.data)(r.data)
+    if r.mutable:
+        return d
+    return DeviceArray(d.owner, d.ptr, d.shape, d.dtype, True, d.platform, d.stream)
+
+
+def _quick_facts(r: Resident) -> tuple:
+    return (r.dtype, len(r.shape), r.mutable, r.data.__class__)
+
+
+def _raw(r: Resident) -> tuple | None:
+    entry = RAW_READERS.get(r.data.__class__)
+    if entry is None or entry[0] != "cuda":
+        return None
+    found = entry[1](r.data)
+    if found is None or r.mutable:
+        return found
+    return (found[0], found[1], found[2], found[3], True)
+
+
+register_device_array(Resident, _describe, _quick_facts, raw=_raw, platform="cuda")
+
+
+# --- the per-launch transfer trap --------------------------------------------------------------
+
+UPLOADS_BEFORE_WARNING = 3
+_uploads: dict[tuple[str, str], list] = {}   # (kernel, parameter) -> [weakref to the owner, count, (address, bytes)]
+_warned: set[tuple[str, str]] = set()
+
+
+def note_upload(kernel_name: str, param_name: str, array: np.ndarray) -> None:
+    """Backends call this when they copy a host array to the device for a launch: the same array
+    for the same argument on `UPLOADS_BEFORE_WARNING` launches in a row warns, once."""
+    key = (kernel_name, param_name)
+    if key in _warned:
+        return
+    origin = array                 # the array that owns the memory: views made per launch count as one
+    while isinstance(origin.base, np.ndarray):
+        origin = origin.base
+    where = (array.__array_interface__["data"][0], array.nbytes)
+    entry = _uploads.get(key)
+    if entry is not None and entry[0]() is origin and entry[2] == where:
+        entry[1] += 1
+    else:
+        try:
+            entry = _uploads[key] = [weakref.ref(origin), 1, where]
+        except TypeError:          # an array that takes no weak reference: not tracked
+            return
+    if entry[1] >= UPLOADS_BEFORE_WARNING:
+        _warned.add(key)
+        del _uploads[key]
+        loc = caller_loc()
+        message = (f"kernel '{kernel_name}': argument '{param_name}' is the same NumPy array on each of the last "
+                   f"{entry[1]} launches and is copied to the device every time; copy it once with "
+                   f"{param_name}_dev = cb.preload({param_name}) (cb.preload_mut for Mut arguments) and pass that")
+        if loc is None:
+            warnings.warn(message, TransferWarning, stacklevel=2)
+        else:
+            warnings.warn_explicit(message, TransferWarning, loc.filename, loc.line)
