@@ -36,6 +36,7 @@ from .lang.region import Linear1D, Partitioning, Strided1D, Tile2D, UnsafePartit
 from .lang.types import Array, Comptime, Mut, Region, lines
 from .runtime.devices import Device, current_device, device, devices, set_device
 from .runtime.kernel import CubeFunction, KernelFunction, func, kernel
+from .runtime.profiling import profile
 from .runtime.properties import DeviceProperties
 from .runtime.residency import Resident, TransferWarning, preload, preload_mut
 from .runtime.topology import CubeCount, CubeDim
@@ -53,5 +54,5 @@ __all__ = [
     "LaunchError", "Linear1D", "Mut", "OutOfBoundsError", "Partitioning", "RaceError", "Region", "Resident",
     "Strided1D", "Tile2D", "TransferWarning", "UnsafePartitioning", "bf16", "bool_", "current_device", "device",
     "devices", "f16", "f32", "f64", "func", "i8", "i16", "i32", "i64", "kernel", "lines", "preload", "preload_mut",
-    "set_device", "u8", "u16", "u32", "u64", "verify_partitioning", *_BUILTINS, *_INTRINSICS,
+    "profile", "set_device", "u8", "u16", "u32", "u64", "verify_partitioning", *_BUILTINS, *_INTRINSICS,
 ]

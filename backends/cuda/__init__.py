@@ -35,7 +35,7 @@ from cubepy.runtime.device_arrays import (
 )
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
-from cubepy.runtime.residency import note_upload
+from cubepy.runtime.residency import note_download, note_upload
 
 from ..cstyle import CUDA, Rendered, empty_record, oob_error, render
 from .packing import BUFFER, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
@@ -265,6 +265,7 @@ class CudaBackend:
         if copy_back:                 # the host waits for these results: check the records then
             for host, d in copy_back:
                 d.get(out=host.view(np.uint8) if host.dtype == np.bool_ else host)
+                note_download(kernel.name, host)
             if self._pending_streams - {cp.cuda.get_current_stream().ptr}:
                 cp.cuda.runtime.deviceSynchronize()     # records written on other streams too
             self._check_errors(cp)

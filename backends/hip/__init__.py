@@ -27,7 +27,7 @@ from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileEr
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
-from cubepy.runtime.residency import note_upload
+from cubepy.runtime.residency import note_download, note_upload
 
 from ..cstyle import HIP, Rendered, empty_record, oob_error, render
 
@@ -191,6 +191,7 @@ class HipBackend:
                 self._pending.append(executable)
             for host, ptr in copy_back:
                 _check(hip.hipMemcpy(host, ptr, host.nbytes, d2h), "hipMemcpy")
+                note_download(kernel.name, host)
         finally:
             for ptr in temps:
                 hip.hipFree(ptr)

@@ -27,7 +27,7 @@ from cubepy.ir.nodes import Buffer, Kernel
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
-from cubepy.runtime.residency import note_upload
+from cubepy.runtime.residency import note_download, note_upload
 
 from ..cstyle import OPENCL, OPENCL_SUBGROUP_OPS, Dialect, Rendered, empty_record, oob_error, render
 
@@ -248,6 +248,7 @@ class OpenCLBackend:
         cl.enqueue_nd_range_kernel(queue, executable.kernel, gsize, tuple(int(d) for d in cube_dim))
         for host, dev in copy_back:
             cl.enqueue_copy(queue, host, dev, is_blocking=False)
+            note_download(kernel.name, host)
         if executable.error_buffer is not None and executable not in self._pending:
             self._pending.append(executable)
         if copy_back:          # the host needs the results now: the queue drains anyway

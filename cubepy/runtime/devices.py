@@ -9,6 +9,8 @@ from typing import Any
 from .. import settings
 from ..errors import ArgumentValueError, BackendUnavailableError
 from .events import Event, HostEvent
+from .profiling import ACTIVE as PROFILES
+from .profiling import record
 from .properties import DeviceProperties
 
 # Preference order for the default device: GPUs first, the CPU (always there) next, and the
@@ -53,6 +55,11 @@ class Device:
     def synchronize(self) -> None:
         """Wait for this device's queued work; raise errors it recorded (e.g. out of bounds)."""
         self.require()
+        if PROFILES:
+            record("synchronize", syncs=1)
+        self._wait()
+
+    def _wait(self) -> None:
         sync = getattr(self.backend, "synchronize", None)
         if sync is not None:
             sync(self.properties)
@@ -61,7 +68,7 @@ class Device:
         """An event for timing work on this device (see `cubepy.runtime.events`)."""
         self.require()
         make = getattr(self.backend, "event", None)
-        return make(self.properties) if make is not None else HostEvent(self.synchronize)
+        return make(self.properties) if make is not None else HostEvent(self._wait)
 
     def __repr__(self) -> str:
         if not self.available:

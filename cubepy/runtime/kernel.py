@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,8 @@ from .args import Signature, bind_arguments, make_binder, quick_key, read_signat
 from .device_arrays import DeviceArray
 from .devices import Device, current_device
 from .devices import device as get_device
+from .profiling import ACTIVE as PROFILES
+from .profiling import record, record_launch
 from .topology import check_limits, topology
 from .warm_path import WarmPath, direct_warm_path, generic_warm_path
 
@@ -117,7 +120,7 @@ class KernelFunction:
             # launcher, on the current stream; it returns False if any kind differs. The topology
             # was checked when the plan was made.
             nonlocal last
-            if last is not None and stream is None and not kwargs:
+            if last is not None and stream is None and not kwargs and not PROFILES:
                 warm, device_arg, was_checked, had_races, plan = last
                 if device is device_arg and checked is was_checked and races is had_races and (
                         device is not None or current_device() is plan.device):
@@ -190,7 +193,15 @@ class KernelFunction:
             values = plan.bind(args)
             if values is None:   # a kind the quick key does not see differs: check everything
                 values = bind_arguments(signature, args, kwargs, name).values
-        plan.run(count_t, dim_t, values, stream)
+        if PROFILES:
+            start = dev.event()
+            start.record()
+            plan.run(count_t, dim_t, values, stream)
+            stop = dev.event()
+            stop.record()
+            record_launch(name, start, stop)
+        else:
+            plan.run(count_t, dim_t, values, stream)
         return (plan if quick is not None else None), count_t, dim_t
 
     def ir(self, *args, dim=(32, 1, 1), device: Device | str | None = None, checked: bool | None = None,
@@ -229,6 +240,7 @@ class KernelFunction:
         key = (dev.key(), spec.key())
         hit = self._cache.get(key)
         if hit is None:
+            began = time.perf_counter()
             function_source(self.fn)
             kernel = trace_kernel(self.fn, spec, self.__name__)
             self.trace_count += 1
@@ -241,6 +253,8 @@ class KernelFunction:
                                          f"{dev.properties.shared_memory_per_cube} per cube", self.__name__)
             hit = (kernel, dev.backend.compile(kernel, dev.properties))
             self._cache[key] = hit
+            if PROFILES:
+                record(self.__name__, compiles=1, compile_ms=(time.perf_counter() - began) * 1e3)
         return hit
 
     def __call__(self, *args, **kwargs):

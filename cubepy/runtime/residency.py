@@ -27,6 +27,8 @@ from ..errors import ArgumentTypeError, caller_loc
 from .device_arrays import RAW_READERS, DeviceArray, describer, register_device_array
 from .devices import Device, current_device
 from .devices import device as get_device
+from .profiling import ACTIVE as PROFILES
+from .profiling import record
 
 
 class TransferWarning(UserWarning):
@@ -58,6 +60,8 @@ class Resident:
             np.copyto(out, self.data)
             return out
         self.device.synchronize()
+        if PROFILES:
+            record("to_host", d2h_count=1, d2h_bytes=self.dtype.itemsize * int(np.prod(self.shape)))
         return self.device.backend.to_host(self.data, out, self.device.properties)
 
     def __array__(self, dtype=None, copy=None):
@@ -93,6 +97,8 @@ def _preload(array, device, mutable: bool) -> Resident:
     host = np.ascontiguousarray(array)
     to_device = getattr(dev.backend, "to_device", None)
     data = host.copy() if to_device is None else to_device(host, dev.properties)
+    if to_device is not None and PROFILES:
+        record("cb.preload", h2d_count=1, h2d_bytes=host.nbytes)
     return Resident(dev, data, mutable, host.shape, host.dtype)
 
 
@@ -129,9 +135,17 @@ _uploads: dict[tuple[str, str], list] = {}   # (kernel, parameter) -> [weakref t
 _warned: set[tuple[str, str]] = set()
 
 
+def note_download(kernel_name: str, array: np.ndarray) -> None:
+    """Backends call this when they copy a launch's results back into a host array (the host waits)."""
+    if PROFILES:
+        record(kernel_name, d2h_count=1, d2h_bytes=array.nbytes, syncs=1)
+
+
 def note_upload(kernel_name: str, param_name: str, array: np.ndarray) -> None:
     """Backends call this when they copy a host array to the device for a launch: the same array
     for the same argument on `UPLOADS_BEFORE_WARNING` launches in a row warns, once."""
+    if PROFILES:
+        record(kernel_name, h2d_count=1, h2d_bytes=array.nbytes)
     key = (kernel_name, param_name)
     if key in _warned:
         return

@@ -1,0 +1,106 @@
+"""``cb.profile()``: what each kernel cost inside a ``with`` block.
+
+    with cb.profile() as p:
+        for _ in range(100):
+            saxpy[count, dim](x, y, 2.0)
+    print(p.table())
+
+Per kernel: launches, device time (events around each launch on the device's own clock, read
+once when the block ends, so profiling adds no synchronization per launch; for NumPy arguments it
+includes their copies), compile time and count, host-to-device and device-to-host copies (count
+and bytes) and synchronizations.
+``cb.preload``, ``to_host`` and ``device.synchronize()`` are counted under their own names.
+While a profile is active, launches skip the warm path (its launches are counted like any other).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class KernelStats:
+    """What one kernel (or "cb.preload", "to_host", "synchronize") cost in a profile."""
+
+    launches: int = 0
+    kernel_ms: float = 0.0
+    compiles: int = 0
+    compile_ms: float = 0.0
+    h2d_count: int = 0
+    h2d_bytes: int = 0
+    d2h_count: int = 0
+    d2h_bytes: int = 0
+    syncs: int = 0
+
+
+@dataclass
+class Profile:
+    """The statistics of a ``with cb.profile()`` block, by kernel name."""
+
+    kernels: dict[str, KernelStats] = field(default_factory=dict)
+    _timings: list = field(default_factory=list)       # (kernel, start event, stop event), read at the end
+
+    def stats(self, name: str) -> KernelStats:
+        found = self.kernels.get(name)
+        if found is None:
+            found = self.kernels[name] = KernelStats()
+        return found
+
+    def finish(self) -> None:
+        """Read the launches' events (this waits for them) into ``kernel_ms``."""
+        timings, self._timings = self._timings, []
+        for name, start, stop in timings:
+            self.stats(name).kernel_ms += stop.elapsed_ms(start)
+
+    def table(self) -> str:
+        """The statistics as a text table, one row per kernel."""
+        head = ("kernel", "launches", "kernel ms", "ms/launch", "compiles", "compile ms", "H2D", "H2D MB", "D2H",
+                "D2H MB", "syncs")
+        rows = [head]
+        for name, s in sorted(self.kernels.items()):
+            per = s.kernel_ms / s.launches if s.launches else math.nan
+            rows.append((name, str(s.launches), f"{s.kernel_ms:.3f}", f"{per:.4f}" if s.launches else "-",
+                         str(s.compiles), f"{s.compile_ms:.1f}", str(s.h2d_count), f"{s.h2d_bytes / 1e6:.3f}",
+                         str(s.d2h_count), f"{s.d2h_bytes / 1e6:.3f}", str(s.syncs)))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+                 for r in rows]
+        lines.insert(1, "-" * len(lines[0]))
+        return "\n".join(lines)
+
+
+ACTIVE: list[Profile] = []      # the profiles of the enclosing ``with`` blocks, innermost last
+
+
+@contextmanager
+def profile() -> Iterator[Profile]:
+    """Record what kernels cost inside the block; nested profiles each see everything."""
+    p = Profile()
+    ACTIVE.append(p)
+    try:
+        yield p
+    finally:
+        ACTIVE.remove(p)
+        p.finish()
+
+
+def record(name: str, **counts: Any) -> None:
+    """Add ``counts`` (fields of `KernelStats`) to ``name``'s statistics in every active profile."""
+    for p in ACTIVE:
+        stats = p.stats(name)
+        for key, value in counts.items():
+            setattr(stats, key, getattr(stats, key) + value)
+
+
+def record_launch(name: str, start, stop) -> None:
+    """A launch between two recorded events of the device."""
+    for p in ACTIVE:
+        p.stats(name).launches += 1
+        p._timings.append((name, start, stop))
+
+
+__all__ = ["ACTIVE", "KernelStats", "Profile", "profile", "record", "record_launch"]

@@ -1,0 +1,64 @@
+"""cb.profile(): launches, device time, compiles, copies and synchronizations per kernel, on every device
+(no timing is asserted, only that times are there)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import cubepy as cb
+from cubepy import Array, Mut, f32
+from tests.conftest import DEVICE_PARAMS
+
+ONE_PER_BACKEND = [p for p in DEVICE_PARAMS if p.values[0][1] in (None, 8)]
+
+
+def make_kernel():
+    @cb.kernel
+    def scale(x: Array[f32], y: Mut[Array[f32]], a: f32):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            y[i] = a * x[i]
+    return scale
+
+
+@pytest.mark.filterwarnings("ignore::cubepy.TransferWarning")
+@pytest.mark.parametrize("dev", ONE_PER_BACKEND, indirect=True)
+def test_a_profile_counts_launches_compiles_copies_and_syncs(dev, rng):
+    scale = make_kernel()                    # fresh: its compile happens inside the profile
+    x = rng.random(1000).astype(np.float32)
+    y = np.full(1000, np.nan, np.float32)
+    moves = dev.properties.supports("gpu") or dev.backend_name in ("opencl", "cuda", "hip")
+    with cb.profile() as p:
+        for _ in range(3):
+            scale[4, 256](x, y, 2.0, device=dev)          # the warm path is skipped while profiling
+        x_dev = cb.preload(x, device=dev)
+        scale[4, 256](x_dev, y, 2.0, device=dev)
+        dev.synchronize()
+    np.testing.assert_array_equal(y, 2 * x)
+    s = p.kernels["scale"]
+    assert (s.launches, s.compiles) == (4, 1)            # a preloaded x specializes like a NumPy one
+    assert math.isfinite(s.kernel_ms) and s.kernel_ms >= 0 and s.compile_ms > 0
+    if moves:
+        assert (s.h2d_count, s.h2d_bytes) == (7, 7 * 4000)   # x and y on 3 launches, y on the last
+        assert (s.d2h_count, s.d2h_bytes, s.syncs) == (4, 4 * 4000, 4)
+        assert p.kernels["cb.preload"].h2d_bytes == 4000
+    else:
+        assert s.h2d_count == s.d2h_count == 0 and "cb.preload" not in p.kernels
+    assert p.kernels["synchronize"].syncs == 1
+    table = p.table()
+    assert table.splitlines()[0].split()[:3] == ["kernel", "launches", "kernel"] and "scale" in table
+
+
+def test_nested_profiles_both_record_and_nothing_is_recorded_outside():
+    scale = make_kernel()
+    x = np.ones(64, np.float32)
+    with cb.profile() as outer:
+        scale[1, 64](x, x.copy(), 1.0, device="cpu")
+        with cb.profile() as inner:
+            scale[1, 64](x, x.copy(), 1.0, device="cpu")
+    scale[1, 64](x, x.copy(), 1.0, device="cpu")
+    assert outer.kernels["scale"].launches == 2 and inner.kernels["scale"].launches == 1
+    assert outer.kernels["scale"].compiles == 1 and inner.kernels["scale"].compiles == 0
