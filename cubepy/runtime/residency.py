@@ -49,6 +49,13 @@ class Resident:
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
     def to_host(self, out: np.ndarray | None = None) -> np.ndarray:
         """The data as a NumPy array: a new one, or written into ``out`` (same shape and dtype)."""
         if out is not None and (out.shape != self.shape or out.dtype != self.dtype):
@@ -63,6 +70,10 @@ class Resident:
         if PROFILES:
             record("to_host", d2h_count=1, d2h_bytes=self.dtype.itemsize * int(np.prod(self.shape)))
         return self.device.backend.to_host(self.data, out, self.device.properties)
+
+    def copy(self) -> Resident:
+        """Another handle with a copy of the data, on the same device."""
+        return Resident(self.device, self.data.copy(), self.mutable, self.shape, self.dtype)
 
     def __array__(self, dtype=None, copy=None):
         """Host handles only: the runtime binds them as host arrays, without a copy."""

@@ -1,0 +1,182 @@
+"""`autotune`: pick a kernel's launch shape (and tuned Comptime values) by measuring on the device."""
+
+from __future__ import annotations
+
+import inspect
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import cubepy as cb
+from cubepy.errors import ArgumentTypeError, CubeError
+from cubepy.frontend.source import function_source
+from cubepy.lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
+from cubepy.runtime.devices import Device, current_device
+from cubepy.runtime.devices import device as get_device
+from cubepy.runtime.kernel import KernelFunction
+
+from .cache import TuningCache
+from .space import Config, configs
+
+
+class Tuned:
+    """A kernel with its launch shape chosen by measurement. Call it like a launch:
+    ``tuned(*args, device=None)``. See `autotune`."""
+
+    def __init__(self, kernel: KernelFunction, grid: Callable, key: Callable | None, dims, comptime: dict | None,
+                 reps: int, rounds: int):
+        if not isinstance(kernel, KernelFunction):
+            raise ArgumentTypeError(f"cb.autotune takes a @cb.kernel, got {type(kernel).__name__}")
+        names = kernel.signature.names
+        for name in comptime or {}:
+            index = names.index(name) if name in names else -1
+            if index < 0 or not isinstance(kernel.signature.annotations[index], ComptimeSpec):
+                raise ArgumentTypeError(f"autotune: '{name}' is not a Comptime parameter of the kernel",
+                                        kernel.__name__)
+        self.kernel, self.grid, self.key_of = kernel, grid, key or self._default_key
+        self._grid_takes_comptime = len(inspect.signature(grid).parameters) >= 3
+        self.dims, self.comptime, self.reps, self.rounds = dims, dict(comptime or {}), reps, rounds
+        self._best: dict[tuple, Config] = {}
+        self.measured = 0          # configs measured by this object (cache hits measure none)
+
+    # --- public -----------------------------------------------------------------------------
+
+    def __call__(self, *args, device: Device | str | None = None) -> None:
+        dev = self._device(device)
+        config = self.best(*args, device=dev)
+        self._launch(config, args, dev)
+
+    def best(self, *args, device: Device | str | None = None) -> Config:
+        """The fastest config for these arguments' key on the device: from memory, from the on-disk
+        cache, or measured now (on copies of the arguments the kernel writes)."""
+        dev = self._device(device)
+        key = (id(dev), self._key_text(args))
+        found = self._best.get(key)
+        if found is None:
+            found = self._best[key] = self._tune(args, dev, key[1])
+        return found
+
+    # --- tuning -----------------------------------------------------------------------------
+
+    def _tune(self, args: tuple, dev: Device, key: str) -> Config:
+        candidates = configs(dev.properties, self.dims, self.comptime)
+        if not candidates:
+            raise ArgumentTypeError(f"autotune: no cube size fits device '{dev.name}'", self.kernel.__name__)
+        cache = TuningCache(self.kernel.__name__, function_source(self.kernel.fn).digest, _device_key(dev))
+        times, fresh, failure = {}, {}, None
+        for config in candidates:
+            ms = cache.get(key, config.label)
+            if ms is None:
+                try:
+                    ms = self._measure(config, args, dev)
+                except CubeError as e:      # a config the kernel or device cannot take
+                    ms, failure = float("inf"), e
+                fresh[(key, config.label)] = ms
+                self.measured += 1
+            times[config] = ms
+        if fresh:
+            cache.put(fresh)
+        best = min(candidates, key=lambda c: times[c])
+        if times[best] == float("inf"):      # every config failed: raise why (again, if it was cached)
+            if failure is None:
+                self._measure(best, args, dev)
+            raise failure if failure is not None else ArgumentTypeError("autotune: every config failed",
+                                                                         self.kernel.__name__)
+        return best
+
+    def _measure(self, config: Config, args: tuple, dev: Device) -> float:
+        scratch = self._scratch(args)
+        self._launch(config, scratch, dev)                 # compiles; not timed
+        dev.synchronize()
+        samples = []
+        for _ in range(self.rounds):
+            start, stop = dev.event(), dev.event()
+            start.record()
+            for _ in range(self.reps):
+                self._launch(config, scratch, dev)
+            stop.record()
+            samples.append(stop.elapsed_ms(start) / self.reps)
+        return statistics.median(samples)
+
+    def _launch(self, config: Config, args: tuple, dev: Device) -> None:
+        count = (self.grid(args, config.dim, dict(config.comptime)) if self._grid_takes_comptime
+                 else self.grid(args, config.dim))
+        self.kernel.launch(count, config.dim, *args, device=dev, **dict(config.comptime))
+
+    def _scratch(self, args: tuple) -> tuple:
+        """The arguments with every one the kernel writes replaced by a copy."""
+        sig = self.kernel.signature
+        out = list(args)
+        for i, (name, ann) in enumerate(zip(sig.names, sig.annotations)):
+            if i < len(args) and (isinstance(ann, RegionSpec) or isinstance(ann, ArraySpec) and ann.mutable):
+                out[i] = _copy(args[i], name, self.kernel.__name__)
+        return tuple(out)
+
+    # --- keys -------------------------------------------------------------------------------
+
+    def _key_text(self, args: tuple) -> str:
+        return repr(self.key_of(args))
+
+    def _default_key(self, args: tuple) -> tuple:
+        """Shapes and dtypes of the arrays, types of the scalars, values of untuned Comptimes."""
+        sig, out = self.kernel.signature, []
+        for arg, ann, name in zip(args, sig.annotations, sig.names):
+            if isinstance(ann, ComptimeSpec):
+                out.append(arg if name not in self.comptime else None)
+            elif isinstance(ann, (ArraySpec, RegionSpec)):
+                width = arg.width if isinstance(arg, LinesArg) else 1
+                inner = arg.array if isinstance(arg, LinesArg) else arg
+                out.append((tuple(int(s) for s in inner.shape), str(np.dtype(_dtype(inner))), width))
+            else:
+                out.append(type(arg).__name__)
+        return tuple(out)
+
+    def _device(self, device) -> Device:
+        if device is None:
+            return current_device()
+        return get_device(device) if isinstance(device, str) else device
+
+
+def autotune(kernel: KernelFunction, grid: Callable, *, key: Callable | None = None, dims=None,
+             comptime: dict[str, list] | None = None, reps: int = 10, rounds: int = 3) -> Tuned:
+    """Tune ``kernel``'s launch shape on the device it runs on.
+
+    ``grid(args, dim)`` (or ``grid(args, dim, comptime)``) gives the cube count for a cube of
+    ``dim`` units. Candidates: ``dims`` (default: the device's plane size times powers of two, from
+    64 units up to its maximum units per cube) times every combination of ``comptime`` values
+    (Comptime parameters passed by name). The first call for a ``key(args)`` (default: array
+    shapes and dtypes, scalar types, untuned Comptime values) measures each candidate not in the
+    on-disk cache on copies of the arguments the kernel writes, with the device's events (median
+    of ``rounds`` batches of ``reps`` launches); later calls launch the fastest directly.
+
+    Example::
+
+        from cubepy.autotune import autotune
+
+        tuned = autotune(saxpy, grid=lambda args, dim: (len(args[0]) + dim[0] - 1) // dim[0])
+        tuned(x, y, 2.0)              # measured once per array size and device, then cached
+    """
+    return Tuned(kernel, grid, key, dims, comptime, reps, rounds)
+
+
+def _device_key(dev: Device) -> str:
+    p = dev.properties
+    return f"{p.backend}|{p.name}|plane={p.plane_dim}|cubepy={cb.__version__}"
+
+
+def _dtype(a) -> Any:
+    dtype = getattr(a, "dtype", None)
+    return dtype if dtype is not None else np.asarray(a).dtype
+
+
+def _copy(value, name: str, kernel_name: str):
+    if isinstance(value, LinesArg):
+        return LinesArg(_copy(value.array, name, kernel_name), value.width)
+    for method in ("copy", "clone"):
+        make = getattr(value, method, None)
+        if callable(make):
+            return make()
+    raise ArgumentTypeError(f"autotune measures on a copy of '{name}', which the kernel writes, but a "
+                            f"{type(value).__name__} has no copy() or clone()", kernel_name)
