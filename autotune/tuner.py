@@ -101,9 +101,15 @@ class Tuned:
         return statistics.median(samples)
 
     def _launch(self, config: Config, args: tuple, dev: Device) -> None:
-        count = (self.grid(args, config.dim, dict(config.comptime)) if self._grid_takes_comptime
-                 else self.grid(args, config.dim))
-        self.kernel.launch(count, config.dim, *args, device=dev, **dict(config.comptime))
+        chosen = dict(config.comptime)
+        count = self.grid(args, config.dim, chosen) if self._grid_takes_comptime else self.grid(args, config.dim)
+        # Tuned Comptime values go after the caller's arguments, by position where they follow them
+        # directly, so that the kernel's launcher (and its warm path) serves repeated launches.
+        names, full = self.kernel.signature.names, list(args)
+        while len(full) < len(names) and names[len(full)] in chosen:
+            full.append(chosen.pop(names[len(full)]))
+        dim = config.dim[0] if config.dim[1:] == (1, 1) else config.dim
+        self.kernel[count, dim](*full, device=dev, **chosen)
 
     def _scratch(self, args: tuple) -> tuple:
         """The arguments with every one the kernel writes replaced by a copy."""

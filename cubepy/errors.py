@@ -105,7 +105,9 @@ def caller_loc() -> SourceLoc | None:
 
     from . import backends as _backends_pkg  # noqa: F401  (its path is cubepy.backends)
 
-    skip = _PACKAGE_DIRS + tuple(os.path.abspath(p) + os.sep for p in _backends_pkg.__path__)
+    # cubepy.backends and cubepy.autotune live in their own folders (package-dir in pyproject)
+    packages = [_backends_pkg] + [m for m in (sys.modules.get("cubepy.autotune"),) if m is not None]
+    skip = _PACKAGE_DIRS + tuple(os.path.abspath(p) + os.sep for m in packages for p in m.__path__)
     frame = sys._getframe(1)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)

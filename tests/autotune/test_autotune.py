@@ -120,3 +120,14 @@ def test_a_config_the_device_refuses_is_skipped_and_all_refused_is_an_error():
     hopeless = autotune(staged_copy, blocks, dims=[64], comptime={"size": [20000]}, reps=1, rounds=1)
     with pytest.raises(ValueError, match="bytes of shared memory"):
         hopeless(x, y, device="interp")
+
+
+def test_tuned_launches_use_the_kernels_launcher_and_errors_point_at_the_caller():
+    x, y = np.ones(256, np.float32), np.zeros(256, np.float32)
+    tuned = autotune(accumulate, grid, dims=[64], comptime={"per_unit": [2]}, reps=1, rounds=1)
+    tuned(x, y, 1.0, device="cpu")
+    launcher = accumulate._launchers[(2, 64)]          # 256 elements: 2 cubes of 64 units, 2 elements each
+    assert launcher.warm_path is not None              # the Comptime value went by position
+    with pytest.raises(TypeError, match="expects a f32 scalar") as info:
+        tuned(x, y, "fast", device="cpu")
+    assert info.value.loc is not None and info.value.loc.filename == __file__
