@@ -29,11 +29,15 @@ class Arithmetic:
         if code == "invert":
             return f"~{a}" if not dtype.is_bool else f"!{a}"
         if code == "neg":
+            if dtype.is_int:           # -INT_MIN wraps to itself, as in the IR; C leaves it undefined
+                return f"(({self._c(dtype)})(-({self._c(self._unsigned(dtype))}){a}))"
             return self._down(f"-{self._up(a, dtype)}", dtype)
         if code == "abs":
             if dtype.is_float:
                 return self._down(f"{self._fn('abs', dtype)}({self._up(a, dtype)})", dtype)
-            return f"({a} < 0 ? -{a} : {a})" if dtype.is_signed else a
+            if not dtype.is_signed:
+                return a
+            return f"({a} < 0 ? ({self._c(dtype)})(-({self._c(self._unsigned(dtype))}){a}) : {a})"
         if not dtype.is_float:
             raise CubeTypeError(f"{code} of {dtype} is not supported", self.k.name)
         return self._down(f"{self._fn(code, dtype)}({self._up(a, dtype)})", dtype)
@@ -48,6 +52,11 @@ class Arithmetic:
         if sym is not None:
             if dtype.is_bool:
                 return f"(bool)((int){a} {sym} (int){b})"
+            if code in ("add", "sub", "mul") and dtype.is_int and (dtype.is_signed or dtype.bits < 32):
+                # Wrap as the IR says: signed overflow is undefined in C (compilers fold on it), and
+                # narrow types are promoted to a signed int, so compute in an unsigned type.
+                ut = self._c(self._unsigned(dtype))
+                return f"(({self._c(dtype)})(({ut}){a} {sym} ({ut}){b}))"
             return self._down(f"{self._up(a, dtype)} {sym} {self._up(b, dtype)}", dtype)
         if code in ("min", "max"):
             if dtype.is_float:
@@ -63,6 +72,11 @@ class Arithmetic:
             return f"({self._c(dtype)})(({ut}){a} << {n})"
         raise CubeTypeError(f"operation {code} on {dtype} is not supported by the {self.d.name} backend",
                             self.k.name)
+
+    @staticmethod
+    def _unsigned(dtype: DType) -> DType:
+        """The unsigned type integer arithmetic on ``dtype`` wraps in: same width, at least 32 bits."""
+        return DTYPES_BY_NAME[f"u{max(32, dtype.bits)}"]
 
     def _arith_helper(self, code: str, dtype: DType) -> str:
         """Python's // and % (integer division by zero gives 0), and integer/float pow."""
@@ -91,8 +105,10 @@ class Arithmetic:
                         f"  else q = {cps}(({ft})0, x / y);\n"
                         f"  return {self._down('q', dtype)};")
         elif not dtype.is_signed:
+            wt = self._c(self._unsigned(dtype))
             body = {"floordiv": "return b == 0 ? 0 : a / b;", "mod": "return b == 0 ? 0 : a % b;",
-                    "pow": f"{ct} r = 1;\n  while (b) {{ if (b & 1) r *= a; a *= a; b >>= 1; }}\n  return r;"}[code]
+                    "pow": (f"{wt} r = 1, x = a;\n  while (b) {{ if (b & 1) r = r * x; x = x * x; b >>= 1; }}\n"
+                            f"  return ({ct})r;")}[code]
         else:
             ut = self._c(DTYPES_BY_NAME[f"u{dtype.bits}"])
             body = {

@@ -56,6 +56,34 @@ def test_binary_ops_match_numpy_including_integer_wraparound(dev, rng, dtype):
 
 
 @cb.kernel
+def foldable_overflow(a: Array, grows: Mut[Array], rem: Mut[Array], neg: Mut[Array], absolute: Mut[Array],
+                      nonneg: Mut[Array]):
+    i = cb.ABSOLUTE_POS
+    if i < len(a):
+        grows[i] = a[i] + 1 > a[i]            # a compiler assuming no signed overflow folds these
+        rem[i] = a[i] % (a[i] * a[i])
+        neg[i] = -a[i]
+        absolute[i] = cb.abs(a[i])
+        nonneg[i] = cb.abs(a[i]) >= 0
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_signed_overflow_wraps_even_where_a_compiler_could_fold_it(dev, rng, dtype):
+    info = np.iinfo(dtype)
+    a = np.concatenate([[info.max, info.min, info.min + 1, -1, 0, 1, 46341, -46341, 3037000500],
+                        _random(rng, dtype, 91)]).astype(dtype)
+    outs = [poisoned(100, bool), poisoned(100, dtype), poisoned(100, dtype), poisoned(100, dtype),
+            poisoned(100, bool)]
+    foldable_overflow.launch(1, 128, a, *outs, device=dev)
+    with np.errstate(all="ignore"):
+        square = a * a
+        rem = np.where(square == 0, 0, np.mod(a, np.where(square == 0, 1, square)))
+        expected = [a + np.array(1, dtype) > a, rem.astype(dtype), -a, np.abs(a), np.abs(a) >= 0]
+    for got, want in zip(outs, expected):
+        np.testing.assert_array_equal(got, want)
+
+
+@cb.kernel
 def int_division(a: Array, b: Array, q: Mut[Array], r: Mut[Array]):
     i = cb.ABSOLUTE_POS
     if i < len(a):
