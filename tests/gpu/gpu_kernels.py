@@ -6,6 +6,7 @@ import numpy as np
 
 import cubepy as cb
 from cubepy import Array, Comptime, Mut, f32, i32, u32
+from tests.kernels import saxpy  # noqa: F401  (the GPU tests import it from here)
 
 ALL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
               "float16", "float32", "float64")
@@ -20,13 +21,6 @@ def ir_of(kfn, *args, dim=(64, 1, 1), plane_dim=32, checked=True):
     bound = bind_arguments(kfn.signature, args, {}, kfn.__name__)
     kernel, _ = kfn._specialize(bound.specs, topology(dim, "CubeDim", kfn.__name__), dev, checked)
     return kernel
-
-
-@cb.kernel
-def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        y[i] = a * x[i] + y[i]
 
 
 @cb.kernel

@@ -8,16 +8,8 @@ import numpy as np
 import pytest
 
 import cubepy as cb
-from cubepy import Array, Mut, f32
 from tests.conftest import DEVICE_PARAMS
-
-
-@cb.kernel
-def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        y[i] = a * x[i] + y[i]
-
+from tests.kernels import saxpy
 
 ONE_PER_BACKEND = [p for p in DEVICE_PARAMS if p.values[0][1] in (None, 8, "resident")]
 
