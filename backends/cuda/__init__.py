@@ -77,10 +77,6 @@ def _describe_cupy(a) -> DeviceArray:
     return DeviceArray(a, a.data.ptr, a.shape, a.dtype, False, "cuda")
 
 
-def _cupy_facts(a) -> tuple:
-    return (a.dtype, a.ndim, _c_contiguous(a))
-
-
 def _raw_reader(cp):
     """The raw reader of CuPy arrays (see register_device_array), reading CuPy's own contiguity
     flag where this CuPy has one."""
@@ -89,10 +85,10 @@ def _raw_reader(cp):
     return lambda a: (a.dtype, a.shape, a.data.ptr, a.flags.c_contiguous, False)
 
 
-def _torch_readers(torch) -> tuple:
-    """``(describe, quick_facts, raw)`` for ``torch.Tensor``: CUDA tensors are device arrays read
-    without ``__cuda_array_interface__`` (which costs microseconds per call); CPU tensors are
-    host arrays; a dtype NumPy lacks (bfloat16) goes through the interface's own checks."""
+def _register_torch(torch) -> None:
+    """Register ``torch.Tensor``: CUDA tensors are device arrays read without
+    ``__cuda_array_interface__`` (which costs microseconds per call); CPU tensors are host arrays;
+    a dtype NumPy lacks (bfloat16) goes through the interface's own checks, with no launch plan."""
     dtypes = {getattr(torch, name): np.dtype(name) for name in (
         "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64")}
 
@@ -106,15 +102,13 @@ def _torch_readers(torch) -> tuple:
             raise NotContiguous(f"strides {tuple(t.stride())} (in elements)")
         return DeviceArray(t, t.data_ptr(), tuple(t.shape), dtype, False, "cuda")
 
-    def quick_facts(t):
-        return (t.dtype, t.dim(), t.is_contiguous()) if t.is_cuda and t.dtype in dtypes else None
-
     def raw(t):
-        if not t.is_cuda:
+        dtype = dtypes.get(t.dtype)
+        if dtype is None or not t.is_cuda:
             return None
-        return (dtypes.get(t.dtype), t.shape, t.data_ptr(), t.is_contiguous(), False)
+        return (dtype, t.shape, t.data_ptr(), t.is_contiguous(), False)
 
-    return describe, quick_facts, raw
+    register_device_array(torch.Tensor, describe, raw=raw, platform="cuda")
 
 
 class CudaBackend:
@@ -132,9 +126,8 @@ class CudaBackend:
 
     def probe(self, index: int = 0, **_) -> DeviceProperties:
         cp = _cupy()
-        register_device_array(cp.ndarray, _describe_cupy, _cupy_facts, raw=_raw_reader(cp), platform="cuda")
-        register_device_array_module(       # torch is never imported here: registered on first use
-            "torch", lambda torch: register_device_array(torch.Tensor, *_torch_readers(torch), platform="cuda"))
+        register_device_array(cp.ndarray, _describe_cupy, raw=_raw_reader(cp), platform="cuda")
+        register_device_array_module("torch", _register_torch)   # on first use: never imported here
         try:
             count = cp.cuda.runtime.getDeviceCount()
         except Exception as e:

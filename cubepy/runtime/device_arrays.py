@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import sys
 from collections.abc import Callable
+from functools import partial
 from math import prod
 from typing import Any
 
@@ -144,13 +145,15 @@ def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
 
     ``quick_facts(a)`` returns what specializes a launch and what the full check looked at
     (dtype, rank, read-only, contiguous), so that warm launches can skip the full check; None
-    where it cannot tell (no launch plan is kept then).
+    where it cannot tell (no launch plan is kept then). Without it, it is read from ``raw``.
 
     ``raw(a)`` returns ``(dtype, shape, pointer, c_contiguous, readonly)`` without building a
     `DeviceArray`, or None for an instance not on ``platform`` (e.g. "cuda"): launches through a
     backend's direct launcher read arguments with it.
     """
     _DESCRIBERS[cls] = describe
+    if quick_facts is None and raw is not None:
+        quick_facts = partial(_facts_from_raw, raw)
     if quick_facts is not None:
         QUICK_FACTS[cls] = quick_facts
     if raw is not None:
@@ -167,6 +170,11 @@ def register_device_array_module(module: str, register: Callable[[Any], None]) -
     ``module`` (e.g. "torch") is described, so that a backend registers that library's array
     type only once the user has imported it; cubepy never imports it."""
     _MODULE_HOOKS[module] = register
+
+
+def _facts_from_raw(raw: Callable[[Any], tuple | None], a) -> tuple | None:
+    found = raw(a)
+    return None if found is None else (found[0], len(found[1]), found[3], found[4])
 
 
 def describer(value) -> Callable[[Any], DeviceArray] | None:
