@@ -69,7 +69,7 @@ class PlaneOps:
             read = call.format(x=f"({wide})x", lane="(uint)(ok ? s : lane)")
             body = (f"{fn}{ct} {name}(int a, {ct} x) {{\n"
                     f"  const int lane = (int)get_sub_group_local_id(), n = (int)get_sub_group_size();\n"
-                    f"  const int s = {_SOURCE_LANE[code].format(P=self.P)};\n"
+                    f"  const int s = {_SOURCE_LANE[code].format(last=self.P - 1)};\n"
                     f"  const bool ok = s >= 0 && s < n;\n  const {wide} y = {read};\n"
                     f"  return ok ? {back} : x;\n}}")
         else:
@@ -85,8 +85,7 @@ class PlaneOps:
         rt = self._c(u64) if code == "plane_ballot" else "bool" if code in ("plane_all", "plane_any") else ct
         lane_arg = ", int a" if code in ("plane_broadcast", "plane_shuffle", "plane_shuffle_xor",
                                          "plane_shuffle_up", "plane_shuffle_down") else ""
-        src = {"plane_broadcast": f"a & {P - 1}", "plane_shuffle": f"a & {P - 1}", "plane_shuffle_xor": "lane ^ a",
-               "plane_shuffle_up": "lane - a", "plane_shuffle_down": "lane + a"}.get(code)
+        src = _SOURCE_LANE[code].format(last=P - 1) if code in _SOURCE_LANE else None
         combine = {"plane_sum": "add", "plane_prod": "mul", "plane_min": "min", "plane_max": "max",
                    "plane_inclusive_sum": "add", "plane_exclusive_sum": "add"}.get(code)
         zero = self._lit(0, dtype)
@@ -150,10 +149,10 @@ class PlaneOps:
         return self._helper(name, f"{sig} {{\n  {body}\n}}")
 
 
-# The source lane of each shuffle, from this unit's ``lane`` and the op's argument ``a``.
-_SOURCE_LANE = {"plane_broadcast": "a & {P_1}", "plane_shuffle": "a & {P_1}", "plane_shuffle_xor": "lane ^ a",
+# The source lane of each shuffle, from this unit's ``lane``, the op's argument ``a`` and the last
+# lane of a plane (``last``), for the hardware, sub-group and local-memory forms alike.
+_SOURCE_LANE = {"plane_broadcast": "a & {last}", "plane_shuffle": "a & {last}", "plane_shuffle_xor": "lane ^ a",
                 "plane_shuffle_up": "lane - a", "plane_shuffle_down": "lane + a"}
-_SOURCE_LANE = {k: v.replace("{P_1}", "({P} - 1)") for k, v in _SOURCE_LANE.items()}
 
 
 def _wide(dtype: DType) -> DType:

@@ -57,8 +57,7 @@ def cache_dir() -> Path:
 class Executable:
     rendered: Rendered
     function: Any                       # cupy.cuda.Function: the CUfunction handle is its ptr
-    module: Any
-    key: str
+    module: Any                         # kept alive with its functions
     device_index: int
     packer: ArgPacker
     slots: tuple                        # the parameters a launch fills: see parameter_slots
@@ -185,7 +184,7 @@ class CudaBackend:
             constants = {k: error.data.ptr for k, slot in enumerate(rendered.args) if slot.kind == "error"}
             packer = ArgPacker(parameter_codes(rendered), constants, on_new_thread=lambda: cp.cuda.runtime.free(0))
             function = getattr(function, "kernel", function)    # the driver-level cupy.cuda.Function
-        return Executable(rendered, function, module, key, index, packer, parameter_slots(rendered), error)
+        return Executable(rendered, function, module, index, packer, parameter_slots(rendered), error)
 
     def _load(self, cp, rendered: Rendered, options, key: str):
         """The module from our on-disk cubin cache; NVRTC on a miss; CuPy's RawModule as a fallback."""
