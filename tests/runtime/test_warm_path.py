@@ -179,31 +179,35 @@ def test_a_different_kind_takes_the_full_path_then_warms_again(rec):
     assert [c[0] for c in rec.backend.calls] == ["full", "full", "direct", "full"]
 
 
-@pytest.mark.parametrize("case", ["lines", "alias", "range", "align", "readonly", "dtype", "length"])
+def _x(ptr=0x10000, n=1024, **kw):
+    return cb.lines(FakeArray(ptr, (n,), **kw), 4)
+
+
+LINES_GOOD = (_x(), _x(0x20000), 1.0)
+BAD_LINES = {
+    "lines": ((_x(n=1022), LINES_GOOD[1], 1.0), "does not divide the last dimension"),
+    "alias": ((LINES_GOOD[0], _x(0x10000 + 64), 1.0), "overlaps argument 'x'"),
+    "align": ((_x(0x10004), LINES_GOOD[1], 1.0), "misaligned"),
+    "readonly": ((LINES_GOOD[0], _x(0x20000, readonly=True), 1.0), "read-only"),
+    "dtype": ((_x(dtype=np.int32), LINES_GOOD[1], 1.0), "expects"),
+    "length": ((_x(n=2**31), LINES_GOOD[1], 1.0), "at most 2147483647"),
+}
+MANY_GOOD = (FakeArray(0x10000, (1024,)), FakeArray(0x40000, (64, 2), np.float64), 4, 1, 2, 3, 1.0, False, 2.0)
+CASES = {**{k: (saxpy, LINES_GOOD, *v) for k, v in BAD_LINES.items()},
+         "range": (many, MANY_GOOD, (*MANY_GOOD[:3], 128, *MANY_GOOD[4:]), "range is \\[-128, 127\\]")}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_a_value_that_fails_a_check_raises_the_full_paths_error(rec, case):
-    launcher = saxpy[1, 64]
-    x, y = FakeArray(0x10000, (1024,)), FakeArray(0x20000, (1024,))
-    first = (cb.lines(x, 4), cb.lines(y, 4), 1.0)
-    bad, error = {
-        "lines": ((cb.lines(FakeArray(0x10000, (1022,)), 4), first[1], 1.0), "does not divide the last dimension"),
-        "alias": ((first[0], cb.lines(FakeArray(0x10000 + 64, (1024,)), 4), 1.0), "overlaps argument 'x'"),
-        "align": ((cb.lines(FakeArray(0x10004, (1024,)), 4), first[1], 1.0), "misaligned"),
-        "readonly": ((first[0], cb.lines(FakeArray(0x20000, (1024,), readonly=True), 4), 1.0), "read-only"),
-        "dtype": ((cb.lines(FakeArray(0x10000, (1024,), np.int32), 4), first[1], 1.0), "expects"),
-        "range": (None, None),
-        "length": ((cb.lines(FakeArray(0x10000, (2**31,)), 4), first[1], 1.0), "at most 2147483647"),
-    }[case]
-    if case == "range":
-        launcher = many[1, 64]
-        first = (x, FakeArray(0x40000, (64, 2), np.float64), 4, 1, 2, 3, 1.0, False, 2.0)
-        bad, error = (*first[:3], 128, *first[4:]), "range is \\[-128, 127\\]"
-    launcher(*first, device=rec)
-    launcher(*first, device=rec)
+    kernel, good, bad, error = CASES[case]
+    launcher = kernel[1, 64]
+    launcher(*good, device=rec)
+    launcher(*good, device=rec)
     calls = len(rec.backend.calls)
     with pytest.raises((ValueError, TypeError), match=error):
         launcher(*bad, device=rec)
     assert len(rec.backend.calls) == calls     # nothing was launched
-    launcher(*first, device=rec)               # and the warm path still works
+    launcher(*good, device=rec)                # and the warm path still works
     assert rec.backend.calls[-1][0] == "direct"
 
 
