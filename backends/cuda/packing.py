@@ -4,7 +4,8 @@
 value, and copies the values when it is called. The packer gives every parameter an 8-byte cell
 of one buffer: the variable cells come first, in parameter order, and are filled by a single
 ``struct.pack_into`` per launch; constant cells (the error record's address) follow and are
-written once, when the buffer is made. Each thread packs into its own buffer, so launches from
+written once, when the buffer is made. Each thread packs into its own buffer (thread-local, so a
+new thread never inherits a finished thread's buffer, and its set-up runs), so launches from
 several threads never share one.
 """
 
@@ -12,8 +13,8 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from threading import get_ident
 
 import numpy as np
 
@@ -46,13 +47,15 @@ class ArgPacker:
         self._variable_bytes = CELL * len(variable)
         self._count = len(codes)
         self._on_new_thread = on_new_thread
-        self._buffers: dict[int, tuple] = {}
+        self._local = threading.local()
         self.variable_count = len(variable)
 
     def buffer(self) -> tuple:
         """This thread's ``(buffer, pointer array address, ...)``, made on its first use."""
-        found = self._buffers.get(get_ident())
-        return found if found is not None else self._new_buffer()
+        try:
+            return self._local.entry
+        except AttributeError:
+            return self._new_buffer()
 
     def _new_buffer(self) -> tuple:
         if self._on_new_thread is not None:
@@ -64,8 +67,7 @@ class ArgPacker:
         pointers = (ctypes.c_void_p * max(1, self._count))(
             *(base + CELL * self._cells[k] for k in range(self._count)))
         self._constants.pack_into(data, self._variable_bytes, *self._constant_values)
-        entry = (data, ctypes.addressof(pointers) if self._count else 0, cells, pointers)
-        self._buffers[get_ident()] = entry
+        entry = self._local.entry = (data, ctypes.addressof(pointers) if self._count else 0, cells, pointers)
         return entry
 
     def pack(self, *values) -> int:
@@ -78,10 +80,13 @@ class ArgPacker:
     def submitter(self, launch: Callable[[int], None]) -> Callable[..., bool]:
         """``submit(*values) -> bool``: pack, then ``launch(params_address)``; False, launching
         nothing, if a value does not fit."""
-        buffers, new_buffer, pack_into = self._buffers, self._new_buffer, self._struct.pack_into
+        local, new_buffer, pack_into = self._local, self._new_buffer, self._struct.pack_into
 
         def submit(*values) -> bool:
-            entry = buffers.get(get_ident()) or new_buffer()
+            try:
+                entry = local.entry
+            except AttributeError:
+                entry = new_buffer()
             try:
                 pack_into(entry[0], 0, *values)
             except PackError:

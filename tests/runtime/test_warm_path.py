@@ -263,3 +263,13 @@ def test_packer_constants_cells_and_refusals():
     with pytest.raises(PackError):
         packer.pack(-1, 1, 0.5)
     assert ArgPacker([]).pack() == 0
+
+
+def test_every_new_thread_runs_the_packers_set_up_even_where_thread_ids_are_reused():
+    seen = []
+    packer = ArgPacker([CODES["int32"]], on_new_thread=lambda: seen.append(threading.get_ident()))
+    for value in range(3):          # one after another: the runtime may hand out the same id again
+        worker = threading.Thread(target=packer.pack, args=(value,))
+        worker.start()
+        worker.join()
+    assert len(seen) == 3           # CUDA needs its context made current in each one
