@@ -84,6 +84,26 @@ def _kernel_sub_group_size(cl, state: _DeviceState, program, rendered: Rendered,
         return None
 
 
+def _working_device(cl, found: list, index: int) -> tuple:
+    """``(platform index, device, context, preferred work-group multiple)`` of the ``index``-th
+    device whose compiler builds a trivial kernel. A driver that lists a device it cannot compile
+    for (PoCL 3.0 on CPUs its LLVM does not know: "unknown target CPU 'generic'") is skipped."""
+    working, failure = [], None
+    for pi, dev in found:
+        try:
+            ctx = cl.Context([dev])
+            working.append((pi, dev, ctx, _preferred_multiple(cl, ctx, dev)))
+        except Exception as e:
+            lines = [ln.strip() for ln in str(e).splitlines() if "error" in ln.lower()] or str(e).splitlines()
+            failure = failure or f"{dev.name.strip()}: {lines[0] if lines else type(e).__name__}"
+            continue
+        if len(working) > index:
+            return working[index]
+    if not working:
+        raise BackendUnavailableError(f"no OpenCL device whose compiler works ({failure})")
+    raise ArgumentValueError(f"OpenCL device index {index} is out of range (found {len(working)} working devices)")
+
+
 def _preferred_multiple(cl, ctx, dev) -> int:
     prog = cl.Program(ctx, "__kernel void cb_probe(__global int* x) { x[get_global_id(0)] = 0; }").build()
     mult = prog.cb_probe.get_work_group_info(cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, dev)
@@ -130,15 +150,12 @@ class OpenCLBackend:
         found.sort(key=lambda item: not item[1].type & cl.device_type.GPU)   # GPUs first, else in order
         if not found:
             raise BackendUnavailableError("no OpenCL device found")
-        if not 0 <= index < len(found):
-            raise ArgumentValueError(f"OpenCL device index {index} is out of range (found {len(found)})")
-        pi, dev = found[index]
-        ctx = cl.Context([dev])
+        pi, dev, ctx, multiple = _working_device(cl, found, index)
         queue = cl.CommandQueue(ctx, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
         ext = set(dev.extensions.split())
         native = _sub_group_size(cl, ctx, dev, ext)
         if plane_dim is None:
-            plane_dim = native or _preferred_multiple(cl, ctx, dev)
+            plane_dim = native or multiple
         elif isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
                 1 <= plane_dim <= 64 and plane_dim & (plane_dim - 1) == 0):
             raise ArgumentValueError(f"OpenCL plane_dim must be a power of two from 1 to 64, got {plane_dim!r}")
