@@ -5,13 +5,11 @@ from __future__ import annotations
 import inspect
 import statistics
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
 import cubepy as cb
 from cubepy.errors import ArgumentTypeError, CubeError
-from cubepy.frontend.source import function_source
 from cubepy.lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
 from cubepy.runtime.devices import Device, current_device
 from cubepy.runtime.devices import device as get_device
@@ -64,7 +62,7 @@ class Tuned:
         candidates = configs(dev.properties, self.dims, self.comptime)
         if not candidates:
             raise ArgumentTypeError(f"autotune: no cube size fits device '{dev.name}'", self.kernel.__name__)
-        cache = TuningCache(self.kernel.__name__, function_source(self.kernel.fn).digest, _device_key(dev))
+        cache = TuningCache(self.kernel.__name__, self.kernel.source_digest, _device_key(dev))
         times, fresh, failure = {}, {}, None
         for config in candidates:
             ms = cache.get(key, config.label)
@@ -88,19 +86,26 @@ class Tuned:
 
     def _measure(self, config: Config, args: tuple, dev: Device) -> float:
         scratch = self._scratch(args)
-        self._launch(config, scratch, dev)                 # compiles; not timed
+        count, dim, full, named = self._shape(config, scratch)
+        launch = self.kernel.compile(*full, dim=dim, device=dev, **named)[count]     # compiles; not timed
+        launch(*full, **named)
         dev.synchronize()
         samples = []
         for _ in range(self.rounds):
             start, stop = dev.event(), dev.event()
             start.record()
             for _ in range(self.reps):
-                self._launch(config, scratch, dev)
+                launch(*full, **named)
             stop.record()
             samples.append(stop.elapsed_ms(start) / self.reps)
         return statistics.median(samples)
 
     def _launch(self, config: Config, args: tuple, dev: Device) -> None:
+        count, dim, full, named = self._shape(config, args)
+        self.kernel[count, dim](*full, device=dev, **named)
+
+    def _shape(self, config: Config, args: tuple) -> tuple:
+        """``(count, dim, positional arguments, named arguments)`` of a launch of ``config``."""
         chosen = dict(config.comptime)
         count = self.grid(args, config.dim, chosen) if self._grid_takes_comptime else self.grid(args, config.dim)
         # Tuned Comptime values go after the caller's arguments, by position where they follow them
@@ -109,7 +114,7 @@ class Tuned:
         while len(full) < len(names) and names[len(full)] in chosen:
             full.append(chosen.pop(names[len(full)]))
         dim = config.dim[0] if config.dim[1:] == (1, 1) else config.dim
-        self.kernel[count, dim](*full, device=dev, **chosen)
+        return count, dim, tuple(full), chosen
 
     def _scratch(self, args: tuple) -> tuple:
         """The arguments with every one the kernel writes replaced by a copy."""
@@ -134,7 +139,7 @@ class Tuned:
             elif isinstance(ann, (ArraySpec, RegionSpec)):
                 width = arg.width if isinstance(arg, LinesArg) else 1
                 inner = arg.array if isinstance(arg, LinesArg) else arg
-                out.append((tuple(int(s) for s in inner.shape), str(np.dtype(_dtype(inner))), width))
+                out.append((tuple(int(s) for s in inner.shape), _dtype_name(inner), width))
             else:
                 out.append(type(arg).__name__)
         return tuple(out)
@@ -172,9 +177,10 @@ def _device_key(dev: Device) -> str:
     return f"{p.backend}|{p.name}|plane={p.plane_dim}|cubepy={cb.__version__}"
 
 
-def _dtype(a) -> Any:
+def _dtype_name(a) -> str:
+    """The element type's name, alike for NumPy, CuPy, JAX ("float32") and torch ("torch.float32")."""
     dtype = getattr(a, "dtype", None)
-    return dtype if dtype is not None else np.asarray(a).dtype
+    return str(dtype if dtype is not None else np.asarray(a).dtype).rpartition(".")[2]
 
 
 def _copy(value, name: str, kernel_name: str):

@@ -91,6 +91,7 @@ class Executable:
 
 class CpuBackend:
     name = "cpu"
+    source_forms = ("source", "optimized", "asm")
 
     def __init__(self):
         self._pools: dict[int, ThreadPoolExecutor] = {}

@@ -350,12 +350,12 @@ def main() -> None:
             k1(xs, ys, 2.0, device=dev)
     t = median_time(many, max(3, reps // 4), 1) / n_launch
     row("launch 1024 elems (warm)", "cubepy cpu, full launch", t, "incl. the runtime's argument binding")
-    ir, ex = next(iter(saxpy._cache.values()))
-    be, props, bargs = dev.backend, dev.properties, [xs, ys, np.float32(2.0)]
+    compiled = saxpy.compile(xs, ys, 2.0, dim=256, device=dev)
+    bound = compiled.bind((xs, ys, 2.0))
 
     def many_backend():
         for _ in range(n_launch):
-            be.launch(ex, ir, (4, 1, 1), (256, 1, 1), bargs, props, {})
+            compiled.run((4, 1, 1), (256, 1, 1), bound)
     t = median_time(many_backend, max(3, reps // 4), 1) / n_launch
     row("launch 1024 elems (warm)", "cubepy cpu, backend.launch", t, "excl. the runtime's argument binding")
 

@@ -51,8 +51,7 @@ def main():
     launcher = saxpy[16, 256]
     launcher(x, y, 2.0, device=dev)
     print(launcher.warm_path.source)
-    plan = next(p for p in saxpy._plans.values() if p.device is dev)
-    generic = generic_warm_path(plan, (16, 1, 1), (256, 1, 1))
+    generic = generic_warm_path(saxpy.compile(x, y, 2.0, dim=256, device=dev), (16, 1, 1), (256, 1, 1))
     raw = cp.RawModule(code=RAW).get_function("saxpy1")
     rows = {
         "kernel[...](cupy arrays): direct warm path": lambda: launcher(x, y, 2.0, device=dev),

@@ -69,7 +69,7 @@ class BoundArgs:
 
 def bind_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) -> BoundArgs:
     """Check each argument against its parameter and build the specialization's ParamSpecs."""
-    values = _match(sig, args, kwargs, kernel_name)
+    values = match_arguments(sig, args, kwargs, kernel_name)
     specs, host = [], []
     for name, ann, value in zip(sig.names, sig.annotations, values):
         if isinstance(ann, ComptimeSpec):
@@ -224,7 +224,8 @@ def _array_step(kernel_name: str, name: str, example):
     return step
 
 
-def _match(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) -> list:
+def match_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) -> list:
+    """The arguments in parameter order: positional, then by name, then defaults."""
     if len(args) > len(sig.names):
         raise ArgumentTypeError(f"takes {len(sig.names)} arguments ({', '.join(sig.names)}) but "
                                 f"{len(args)} were given", kernel_name)

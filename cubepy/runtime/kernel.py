@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 from .. import settings
@@ -15,43 +15,14 @@ from ..frontend.trace import trace_kernel
 from ..ir.nodes import Kernel
 from ..ir.printer import print_kernel
 from ..lang.types import LinesArg
-from .args import Signature, bind_arguments, make_binder, quick_key, read_signature
+from .args import Signature, bind_arguments, make_binder, match_arguments, quick_key, read_signature
+from .compiled import CompiledKernel
 from .device_arrays import DeviceArray
 from .devices import Device, current_device
 from .devices import device as get_device
 from .profiling import ACTIVE as PROFILES
-from .profiling import record, record_launch
+from .profiling import record
 from .topology import check_limits, topology
-from .warm_path import WarmPath, direct_warm_path, generic_warm_path
-
-
-@dataclass(frozen=True)
-class _LaunchPlan:
-    """What a warm launch reuses: the compiled specialization for one set of argument kinds.
-    The device is held so that its id in the plan key cannot be reused by another device."""
-
-    device: Device
-    specs: tuple
-    ir: Kernel
-    executable: Any
-    order: tuple[int, ...]
-    options: dict
-    bind: Callable[[tuple], list]
-    classes: tuple            # per argument: (its class, the class of the array inside a cb.lines)
-    warm_paths: dict = field(default_factory=dict)
-
-    def run(self, count: tuple, dim: tuple, values: list, stream: Any = None) -> None:
-        options = self.options if stream is None else {**self.options, "stream": stream}
-        self.device.backend.launch(self.executable, self.ir, count, dim, [values[i] for i in self.order],
-                                   self.device.properties, options)
-
-    def warm_path(self, count: tuple, dim: tuple) -> WarmPath:
-        """The warm path at this launch shape: generated once, direct where the backend allows."""
-        found = self.warm_paths.get((count, dim))
-        if found is None:
-            found = direct_warm_path(self, count, dim) or generic_warm_path(self, count, dim)
-            self.warm_paths[(count, dim)] = found
-        return found
 
 
 def _classes(args) -> tuple:
@@ -65,6 +36,48 @@ def _check_device_arrays(kernel_name: str, dev: Device, names, values) -> None:
             raise ArgumentTypeError(f"parameter '{name}' is an array in {value.platform} device memory, which "
                                     f"device '{dev.name}' cannot read; launch on a {value.platform} device or "
                                     "pass a host (NumPy) array", kernel_name)
+
+
+class Launcher:
+    """``kernel[count, dim]``: launches the kernel at one launch shape, on any device and argument
+    kinds; a repeated launch with the kinds, device and modes of the previous one takes the warm
+    path of its compiled kernel (see `warm_path`)."""
+
+    __slots__ = ("kernel", "count", "dim", "_last")
+
+    def __init__(self, kernel: KernelFunction, count, dim):
+        self.kernel, self.count, self.dim = kernel, count, dim
+        self._last = None   # (warm path, device argument, checked, races, compiled) of the previous launch
+
+    @property
+    def warm_path(self) -> Any:
+        """The warm path the next launch tries first (None before a launch that kept one)."""
+        return self._last and self._last[0]
+
+    def __call__(self, *args, device=None, checked=None, races=False, stream=None, **kwargs) -> None:
+        # The warm path: same device, modes and argument kinds as the previous launch of this
+        # launcher, on the current stream; it returns False if any kind differs. The topology
+        # was checked when the compiled kernel was made.
+        last = self._last
+        if last is not None and stream is None and not kwargs and not PROFILES:
+            warm, device_arg, was_checked, had_races, compiled = last
+            if device is device_arg and checked is was_checked and races is had_races and (
+                    device is not None or current_device() is compiled.device):
+                try:
+                    if warm(args):
+                        return
+                except LaunchError as e:
+                    if e.loc is None:
+                        e.loc = caller_loc()
+                    raise
+        try:
+            compiled, count = self.kernel._launch(self.count, self.dim, args, kwargs, device, checked, races, stream)
+        except LaunchError as e:
+            if e.loc is None:
+                e.loc = caller_loc()
+            raise
+        self._last = None if kwargs or compiled is None else (
+            compiled.warm_path(count), device, checked, races, compiled)
 
 
 class KernelFunction:
@@ -93,7 +106,7 @@ class KernelFunction:
         self.fastmath = fastmath
         self._signature: Signature | None = None
         self._cache: dict[tuple, tuple[Kernel, Any]] = {}
-        self._plans: dict[tuple, _LaunchPlan] = {}
+        self._plans: dict[tuple, CompiledKernel] = {}
         self._launchers: dict = {}
         self.trace_count = 0
 
@@ -103,45 +116,26 @@ class KernelFunction:
             self._signature = read_signature(self.fn, self.__name__)
         return self._signature
 
-    def __getitem__(self, config) -> Callable[..., None]:
+    @property
+    def source_digest(self) -> str:
+        """sha256 of the kernel's source text: part of every cache key derived from this kernel."""
+        return function_source(self.fn).digest
+
+    def __getitem__(self, config) -> Launcher:
         # Reuse the launcher for plain int configurations (the common kernel[count, dim] call);
         # classes are checked first so that True never finds the launcher made for 1.
         plain = config.__class__ is tuple and len(config) == 2 and config[0].__class__ is int \
             and config[1].__class__ is int
-        if plain and config in self._launchers:
-            return self._launchers[config]
+        if plain:
+            found = self._launchers.get(config)
+            if found is not None:
+                return found
         if not (isinstance(config, tuple) and len(config) == 2):
             raise ArgumentTypeError("launch as kernel[cube_count, cube_dim](*args)", self.__name__)
-        count, dim = config
-        last = None   # (warm path, device argument, checked, races, plan) of the previous launch
-
-        def launch(*args, device=None, checked=None, races=False, stream=None, **kwargs):
-            # The warm path: same device, modes and argument kinds as the previous launch of this
-            # launcher, on the current stream; it returns False if any kind differs. The topology
-            # was checked when the plan was made.
-            nonlocal last
-            if last is not None and stream is None and not kwargs and not PROFILES:
-                warm, device_arg, was_checked, had_races, plan = last
-                if device is device_arg and checked is was_checked and races is had_races and (
-                        device is not None or current_device() is plan.device):
-                    try:
-                        if warm(args):
-                            return
-                    except LaunchError as e:
-                        if e.loc is None:
-                            e.loc = caller_loc()
-                        raise
-            try:
-                plan, count_t, dim_t = self._launch(count, dim, args, kwargs, device, checked, races, stream)
-            except LaunchError as e:
-                if e.loc is None:
-                    e.loc = caller_loc()
-                raise
-            last = None if kwargs or plan is None else (plan.warm_path(count_t, dim_t), device, checked, races, plan)
-            launch.warm_path = last and last[0]   # what the next launch will try first (for tests)
+        launcher = Launcher(self, *config)
         if plain and len(self._launchers) < 256:
-            self._launchers[config] = launch
-        return launch
+            self._launchers[config] = launcher
+        return launcher
 
     def launch(self, count, dim, *args, device: Device | str | None = None, checked: bool | None = None,
                races: bool = False, stream: Any = None, **kwargs) -> None:
@@ -160,68 +154,79 @@ class KernelFunction:
                 e.loc = caller_loc()
             raise
 
+    def compile(self, *args, dim, count=None, device: Device | str | None = None, checked: bool | None = None,
+                races: bool = False, **kwargs) -> CompiledKernel:
+        """Compile the specialization for arguments of these kinds (values are not kept) and
+        return its handle: ``.ir``, ``.source(form)``, ``.parameters``, and ``compiled[count](...)``
+        to launch it through the warm path (``compiled(...)`` when ``count`` is given here).
+
+        Example::
+
+            compiled = saxpy.compile(x, y, 2.0, dim=256, count=4096)
+            compiled(x, y, 2.0)
+        """
+        try:
+            compiled, _, _ = self._compiled(self._device(device), topology(dim, "CubeDim", self.__name__),
+                                            args, kwargs, checked, races)
+        except LaunchError as e:
+            if e.loc is None:
+                e.loc = caller_loc()
+            raise
+        if count is None:
+            return compiled
+        count_t = topology(count, "CubeCount", self.__name__)
+        compiled.check_count(count_t)
+        return replace(compiled, count=count_t, warm_paths={})
+
     def _launch(self, count, dim, args, kwargs, device, checked, races, stream=None) -> tuple:
-        """Launch through the plan for these argument kinds (made on first use); return
-        ``(plan, count, dim)`` for the launcher's warm path (no plan if none was kept)."""
+        """Launch through the compiled kernel for these argument kinds (made on first use); return
+        ``(compiled, count)`` for the launcher's warm path (no compiled kernel if none was kept)."""
         dev = self._device(device)
-        name = self.__name__
         if stream is not None and not getattr(dev.backend, "takes_streams", False):
             raise ArgumentValueError(f"stream={stream!r}: device '{dev.name}' runs each launch to completion "
-                                     "and takes no stream", name)
-        count_t = topology(count, "CubeCount", name)
-        dim_t = topology(dim, "CubeDim", name)
-        signature = self.signature
+                                     "and takes no stream", self.__name__)
+        count_t = topology(count, "CubeCount", self.__name__)
+        compiled, values, kept = self._compiled(dev, topology(dim, "CubeDim", self.__name__), args, kwargs,
+                                                checked, races)
+        compiled.check_count(count_t)
+        compiled.run_profiled(count_t, values, stream)
+        return (compiled if kept else None), count_t
+
+    def _compiled(self, dev: Device, dim_t: tuple, args: tuple, kwargs: dict, checked, races) -> tuple:
+        """``(compiled kernel, bound values, kept)`` for these arguments: the one made for their
+        kinds before (``kept``: found or stored by a cheap key), or a new one."""
+        name, signature = self.__name__, self.signature
         quick = None if kwargs else quick_key(signature.comptime, args)
-        plan_key = (id(dev), dim_t, checked, races, quick)
-        plan = self._plans.get(plan_key) if quick is not None else None
-        if plan is None:
-            check_limits(name, dev, count_t, dim_t)
-            bound = bind_arguments(signature, args, kwargs, name)
-            _check_device_arrays(name, dev, signature.names, bound.values)
-            ir, executable = self._specialize(bound.specs, dim_t, dev, checked)
-            order = tuple(i for i, spec in enumerate(bound.specs) if spec.kind != "comptime")
-            options = {"races": races or bool(dev.options.get("races"))}
-            plan = _LaunchPlan(dev, bound.specs, ir, executable, order, options,
-                               make_binder(signature, bound.specs, name, list(args)), _classes(args))
-            if quick is not None:
-                self._plans[plan_key] = plan
-            values = bound.values
-        else:
-            most = dev.properties.max_cube_count
-            if count_t[0] > most[0] or count_t[1] > most[1] or count_t[2] > most[2]:
-                check_limits(name, dev, count_t, dim_t)
-            values = plan.bind(args)
+        key = (id(dev), dim_t, checked, races, quick)
+        compiled = self._plans.get(key) if quick is not None else None
+        if compiled is not None:
+            values = compiled.bind(args)
             if values is None:   # a kind the quick key does not see differs: check everything
                 values = bind_arguments(signature, args, kwargs, name).values
-        if PROFILES:
-            start = dev.event()
-            start.record()
-            plan.run(count_t, dim_t, values, stream)
-            stop = dev.event()
-            stop.record()
-            record_launch(name, start, stop)
-        else:
-            plan.run(count_t, dim_t, values, stream)
-        return (plan if quick is not None else None), count_t, dim_t
+            return compiled, values, True
+        check_limits(name, dev, (1, 1, 1), dim_t)
+        example = match_arguments(signature, args, dict(kwargs), name)
+        bound = bind_arguments(signature, tuple(example), {}, name)
+        _check_device_arrays(name, dev, signature.names, bound.values)
+        if checked is None:
+            checked = self.checked if self.checked is not None else settings.checked_default()
+        ir, executable = self._specialize(bound.specs, dim_t, dev, checked)
+        options = {"races": races or bool(dev.options.get("races"))}
+        compiled = CompiledKernel(name, dev, bound.specs, dim_t, checked, self.fastmath, ir, executable, options,
+                                  make_binder(signature, bound.specs, name, example), _classes(example), signature)
+        if quick is not None:
+            self._plans[key] = compiled
+        return compiled, bound.values, quick is not None
 
     def ir(self, *args, dim=(32, 1, 1), device: Device | str | None = None, checked: bool | None = None,
            **kwargs) -> str:
-        """The IR of the specialization for these arguments, as text."""
-        dev = self._device(device)
-        bound = bind_arguments(self.signature, args, kwargs, self.__name__)
-        kernel, _ = self._specialize(bound.specs, topology(dim, "CubeDim", self.__name__), dev, checked)
-        return print_kernel(kernel)
+        """The IR of the specialization for these arguments, as text (``compile(...).ir``)."""
+        return self.compile(*args, dim=dim, device=device, checked=checked, **kwargs).ir
 
     def source(self, *args, device: Device | str | None = None, dim=(32, 1, 1), form: str = "source",
                checked: bool | None = None, **kwargs) -> str:
-        """The backend's generated code for these arguments (``form`` e.g. "source", "optimized")."""
-        dev = self._device(device)
-        bound = bind_arguments(self.signature, args, kwargs, self.__name__)
-        kernel, executable = self._specialize(bound.specs, topology(dim, "CubeDim", self.__name__), dev, checked)
-        render = getattr(dev.backend, "source", None)
-        if render is None:
-            return print_kernel(kernel)
-        return render(kernel, executable, dev.properties, form)
+        """The backend's generated code for these arguments (``compile(...).source(form)``)."""
+        return self.compile(*args, dim=dim, device=device, checked=checked, **kwargs).source(form)
 
     def _device(self, device) -> Device:
         if device is None:
@@ -233,9 +238,7 @@ class KernelFunction:
         device.require()
         return device
 
-    def _specialize(self, params, dim, dev: Device, checked):
-        if checked is None:
-            checked = self.checked if self.checked is not None else settings.checked_default()
+    def _specialize(self, params, dim, dev: Device, checked: bool):
         spec = KernelSpec(params, dim, dev.properties.plane_dim, checked, self.fastmath)
         key = (dev.key(), spec.key())
         hit = self._cache.get(key)

@@ -1,14 +1,14 @@
-"""The warm launch path: what a launch costs once its plan exists.
+"""The warm launch path: what a launch costs once its compiled kernel exists.
 
 A warm launch repeats a launcher's previous launch with arguments of the same kinds (classes,
 dtypes, ranks, Lines widths, Comptime values). Two forms:
 
 - direct: when every array argument is a device array whose type has a raw reader
   (``register_device_array(raw=...)``) and the backend offers a `DirectLauncher`, the warm path is
-  one Python function generated for the plan and launch shape. It checks the kinds, re-checks what
-  depends on values (element counts, Lines widths, alignment, aliasing) and hands the backend its
-  argument slots, building no intermediate objects.
-- generic: the plan's binder, then the backend's ``launch``.
+  one Python function generated for the compiled kernel and launch shape. It checks the kinds,
+  re-checks what depends on values (element counts, Lines widths, alignment, aliasing) and hands
+  the backend its argument slots, building no intermediate objects.
+- generic: the compiled kernel's binder, then the backend's ``launch``.
 
 Either returns False when anything differs, including an argument that would fail a check: the
 launch then takes the full path, which raises the error with its full message.
@@ -17,7 +17,7 @@ launch then takes the full path, which raises the error with its full message.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,12 +25,15 @@ from ..ir.types import INDEX_MAX
 from ..lang.types import LinesArg
 from .device_arrays import RAW_READERS
 
+if TYPE_CHECKING:
+    from .compiled import CompiledKernel
+
 WarmPath = Callable[[tuple], bool]
 
 
-def generic_warm_path(plan: Any, count: tuple, dim: tuple) -> WarmPath:
-    """Bind through the plan's binder and launch through the backend's ``launch``."""
-    bind, run = plan.bind, plan.run
+def generic_warm_path(compiled: CompiledKernel, count: tuple, dim: tuple) -> WarmPath:
+    """Bind through the compiled kernel's binder and launch through the backend's ``launch``."""
+    bind, run = compiled.bind, compiled.run
 
     def warm(args: tuple) -> bool:
         values = bind(args)
@@ -41,19 +44,19 @@ def generic_warm_path(plan: Any, count: tuple, dim: tuple) -> WarmPath:
     return warm
 
 
-def direct_warm_path(plan: Any, count: tuple, dim: tuple) -> WarmPath | None:
-    """The generated warm path of ``plan`` at this launch shape, or None when an argument's kind
+def direct_warm_path(compiled: CompiledKernel, count: tuple, dim: tuple) -> WarmPath | None:
+    """The generated warm path of ``compiled`` at this launch shape, or None when an argument's kind
     or the backend rules it out."""
-    make = getattr(plan.device.backend, "direct_launcher", None)
+    make = getattr(compiled.device.backend, "direct_launcher", None)
     if make is None:
         return None
-    writer = _Writer(plan.device.backend, plan.specs, plan.classes)
+    writer = _Writer(compiled.device.backend, compiled.parameters, compiled.classes)
     if not writer.arguments():
         return None
-    launcher = make(plan.executable, plan.ir, plan.device.properties, count, dim, plan.options)
+    launcher = make(compiled.executable, compiled.ir_module, compiled.device.properties, count, dim, compiled.options)
     if launcher is None:
         return None
-    exprs = [writer.slot(plan.order[slot[1]], slot) for slot in launcher.slots]
+    exprs = [writer.slot(compiled.order[slot[1]], slot) for slot in launcher.slots]
     if None in exprs:
         return None
     writer.line(f"return submit({', '.join(exprs)})")

@@ -126,7 +126,7 @@ def test_tuned_launches_use_the_kernels_launcher_and_errors_point_at_the_caller(
     x, y = np.ones(256, np.float32), np.zeros(256, np.float32)
     tuned = autotune(accumulate, grid, dims=[64], comptime={"per_unit": [2]}, reps=1, rounds=1)
     tuned(x, y, 1.0, device="cpu")
-    launcher = accumulate._launchers[(2, 64)]          # 256 elements: 2 cubes of 64 units, 2 elements each
+    launcher = accumulate[2, 64]                       # 256 elements: 2 cubes of 64 units, 2 elements each
     assert launcher.warm_path is not None              # the Comptime value went by position
     with pytest.raises(TypeError, match="expects a f32 scalar") as info:
         tuned(x, y, "fast", device="cpu")

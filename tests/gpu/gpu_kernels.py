@@ -14,13 +14,8 @@ ALL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uin
 
 def ir_of(kfn, *args, dim=(64, 1, 1), plane_dim=32, checked=True):
     """The IR kernel (bounds checks lowered) of one specialization, via the interpreter's device."""
-    from cubepy.runtime.args import bind_arguments
-    from cubepy.runtime.topology import topology
-
     dev = cb.device("interp", plane_dim=plane_dim)
-    bound = bind_arguments(kfn.signature, args, {}, kfn.__name__)
-    kernel, _ = kfn._specialize(bound.specs, topology(dim, "CubeDim", kfn.__name__), dev, checked)
-    return kernel
+    return kfn.compile(*args, dim=dim, device=dev, checked=checked).ir_module
 
 
 @cb.kernel
