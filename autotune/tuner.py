@@ -13,6 +13,8 @@ from cubepy.errors import ArgumentTypeError, CubeError
 from cubepy.lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
 from cubepy.runtime.devices import Device, current_device
 from cubepy.runtime.devices import device as get_device
+from cubepy.runtime.fake_launches import skipped
+from cubepy.runtime.graph_breaks import register_entry_point
 from cubepy.runtime.kernel import KernelFunction
 
 from .cache import TuningCache
@@ -42,6 +44,8 @@ class Tuned:
     # --- public -----------------------------------------------------------------------------
 
     def __call__(self, *args, device: Device | str | None = None) -> None:
+        if skipped():               # fake tensors (a derived fake implementation): nothing to tune or run
+            return
         dev = self._device(device)
         config = self.best(*args, device=dev)
         self._launch(config, args, dev)
@@ -148,6 +152,9 @@ class Tuned:
         if device is None:
             return current_device()
         return get_device(device) if isinstance(device, str) else device
+
+
+register_entry_point(Tuned, "__call__")
 
 
 def autotune(kernel: KernelFunction, grid: Callable, *, key: Callable | None = None, dims=None,

@@ -34,11 +34,12 @@ from .lang.builtins import BUILTINS as _BUILTINS
 from .lang.builtins import INTRINSICS as _INTRINSICS
 from .lang.region import Linear1D, Partitioning, Strided1D, Tile2D, UnsafePartitioning
 from .lang.types import Array, Comptime, Mut, Region, lines
-from .runtime.devices import Device, current_device, device, devices, set_device
+from .runtime.devices import Device, current_device, device, devices, set_device, use_device
+from .runtime.graph_breaks import watch as _watch_torch_compile
 from .runtime.kernel import CubeFunction, KernelFunction, func, kernel
 from .runtime.profiling import profile
 from .runtime.properties import DeviceProperties
-from .runtime.residency import Resident, TransferWarning, preload, preload_mut
+from .runtime.residency import Resident, TransferWarning, from_dlpack, preload, preload_mut
 from .runtime.topology import CubeCount, CubeDim
 from .runtime.verify_partitioning import verify_partitioning
 
@@ -47,12 +48,15 @@ globals().update(_INTRINSICS)
 
 __version__ = "0.1.0"
 
+_watch_torch_compile()      # a launch under torch.compile is a clean graph break
+
 __all__ = [
     "Array", "ArgumentTypeError", "ArgumentValueError", "BackendUnavailableError", "CompileError", "Comptime",
     "CubeCount", "CubeDim", "CubeError", "CubeFunction", "CubeIndexError", "CubeNameError", "CubeSyntaxError",
     "CubeTypeError", "CubeValueError", "DType", "Device", "DeviceProperties", "DivergenceError", "KernelFunction",
     "LaunchError", "Linear1D", "Mut", "OutOfBoundsError", "Partitioning", "RaceError", "Region", "Resident",
     "Strided1D", "Tile2D", "TransferWarning", "UnsafePartitioning", "bf16", "bool_", "current_device", "device",
-    "devices", "f16", "f32", "f64", "func", "i8", "i16", "i32", "i64", "kernel", "lines", "preload", "preload_mut",
-    "profile", "set_device", "u8", "u16", "u32", "u64", "verify_partitioning", *_BUILTINS, *_INTRINSICS,
+    "devices", "f16", "f32", "f64", "from_dlpack", "func", "i8", "i16", "i32", "i64", "kernel", "lines", "preload",
+    "preload_mut", "profile", "set_device", "u8", "u16", "u32", "u64", "use_device", "verify_partitioning",
+    *_BUILTINS, *_INTRINSICS,
 ]

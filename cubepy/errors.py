@@ -12,6 +12,15 @@ import sys
 from .ir.nodes import SourceLoc
 
 _PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in (__file__,))
+_WRAPPER_DIRS: list[str] = []     # other libraries' wrappers around cubepy's entry points
+
+
+def skip_frames_in(folder: str) -> None:
+    """Let `caller_loc` look past frames of files in ``folder`` (a library wrapping cubepy calls,
+    such as torch.compiler.disable), so that errors point at the user's line."""
+    path = os.path.abspath(folder) + os.sep
+    if path not in _WRAPPER_DIRS:
+        _WRAPPER_DIRS.append(path)
 
 
 class CubeError(Exception):
@@ -107,7 +116,7 @@ def caller_loc() -> SourceLoc | None:
 
     # cubepy.backends and cubepy.autotune live in their own folders (package-dir in pyproject)
     packages = [_backends_pkg] + [m for m in (sys.modules.get("cubepy.autotune"),) if m is not None]
-    skip = _PACKAGE_DIRS + tuple(os.path.abspath(p) + os.sep for m in packages for p in m.__path__)
+    skip = (*_PACKAGE_DIRS, *(os.path.abspath(p) + os.sep for m in packages for p in m.__path__), *_WRAPPER_DIRS)
     frame = sys._getframe(1)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)

@@ -25,13 +25,12 @@ import numpy as np
 from cubepy import settings
 from cubepy.errors import ArgumentTypeError, ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Kernel
+from cubepy.runtime import dlpack
 from cubepy.runtime.backend import DirectLauncher
 from cubepy.runtime.device_arrays import (
     DeviceArray,
     NotContiguous,
-    from_cuda_array_interface,
     register_device_array,
-    register_device_array_module,
 )
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
@@ -84,32 +83,6 @@ def _raw_reader(cp):
     return lambda a: (a.dtype, a.shape, a.data.ptr, a.flags.c_contiguous, False)
 
 
-def _register_torch(torch) -> None:
-    """Register ``torch.Tensor``: CUDA tensors are device arrays read without
-    ``__cuda_array_interface__`` (which costs microseconds per call); CPU tensors are host arrays;
-    a dtype NumPy lacks (bfloat16) goes through the interface's own checks, with no launch plan."""
-    dtypes = {getattr(torch, name): np.dtype(name) for name in (
-        "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64")}
-
-    def describe(t):
-        if not t.is_cuda:
-            return None
-        dtype = dtypes.get(t.dtype)
-        if dtype is None:
-            return from_cuda_array_interface(t)
-        if not t.is_contiguous():
-            raise NotContiguous(f"strides {tuple(t.stride())} (in elements)")
-        return DeviceArray(t, t.data_ptr(), tuple(t.shape), dtype, False, "cuda")
-
-    def raw(t):
-        dtype = dtypes.get(t.dtype)
-        if dtype is None or not t.is_cuda:
-            return None
-        return (dtype, t.shape, t.data_ptr(), t.is_contiguous(), False)
-
-    register_device_array(torch.Tensor, describe, raw=raw, platform="cuda")
-
-
 class CudaBackend:
     name = "cuda"
     device_array_platforms = frozenset({"cuda"})
@@ -120,13 +93,14 @@ class CudaBackend:
         self._several_devices = False
         self._pending: set[Executable] = set()     # launched with an error record not read since
         self._pending_streams: set[int] = set()    # the streams they were launched on
+        self._external_streams: dict[int, Any] = {}   # raw stream handles given to use_stream, wrapped
 
     # --- devices ------------------------------------------------------------------------
 
     def probe(self, index: int = 0, **_) -> DeviceProperties:
         cp = _cupy()
         register_device_array(cp.ndarray, _describe_cupy, raw=_raw_reader(cp), platform="cuda")
-        register_device_array_module("torch", _register_torch)   # on first use: never imported here
+        dlpack.CURRENT_STREAM["cuda"] = lambda: cp.cuda.get_current_stream().ptr
         try:
             count = cp.cuda.runtime.getDeviceCount()
         except Exception as e:
@@ -312,8 +286,24 @@ class CudaBackend:
         with cp.cuda.Device(self._devices.get(properties, 0)):
             return cp.asarray(array)
 
+    def from_dlpack(self, obj, properties: DeviceProperties):
+        """A CuPy array on the memory of a DLPack producer on this device (cb.from_dlpack)."""
+        cp = _cupy()
+        with cp.cuda.Device(self._devices.get(properties, 0)):
+            return cp.from_dlpack(obj)
+
     def to_host(self, data, out: np.ndarray | None, properties: DeviceProperties) -> np.ndarray:
         return data.get(out=out)
+
+    def use_stream(self, stream, properties: DeviceProperties):
+        """A context in which ``stream`` is CuPy's current stream, which every launch (and the
+        warm path) goes on. Raw handles (XLA's stream, called after call) wrap once."""
+        if stream.__class__ is int:
+            found = self._external_streams.get(stream)
+            if found is None:
+                found = self._external_streams[stream] = _cupy_stream(_cupy(), stream, None)
+            return found
+        return _cupy_stream(_cupy(), stream, None)
 
     def event(self, properties: DeviceProperties) -> CudaEvent:
         return CudaEvent(_cupy())
@@ -342,7 +332,7 @@ class CudaBackend:
             raise first
 
 
-def _cupy_stream(cp, stream, kernel_name: str):
+def _cupy_stream(cp, stream, kernel_name: str | None):
     """``stream=`` as a CuPy stream: a CuPy stream itself, an object of the CUDA stream protocol
     (``__cuda_stream__``), a ``torch.cuda.Stream``, or a raw handle (int)."""
     if isinstance(stream, (cp.cuda.Stream, cp.cuda.ExternalStream)):

@@ -116,7 +116,7 @@ def _describe_cl_array(a) -> DeviceArray:
     if not a.flags.c_contiguous:
         raise NotContiguous(f"strides {a.strides}")
     if a.offset:
-        raise ValueError(f"an OpenCL array at offset {a.offset} inside its buffer; pass a copy at offset 0")
+        raise ValueError(f"is an OpenCL array at offset {a.offset} inside its buffer; pass a copy at offset 0")
     return DeviceArray(a, (a.base_data.int_ptr << 40) + a.offset, tuple(a.shape), a.dtype, False, "opencl")
 
 

@@ -16,7 +16,7 @@ from ..frontend.spec import ParamSpec
 from ..ir.types import INDEX_MAX, DType, dtype_from_numpy
 from ..lang.region import Partitioning
 from ..lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
-from .device_arrays import QUICK_FACTS, DeviceArray, NotContiguous, describer
+from .device_arrays import QUICK_FACTS, DeviceArray, NotContiguous, describer, host_view
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, 
             else:
                 steps.append(lambda v, d=spec.dtype, n=spec.name: _scalar(kernel_name, n, d, v))
         else:
-            steps.append(_array_step(kernel_name, spec.name, value))
+            steps.append(_array_step(kernel_name, spec.name, value, spec.mutable))
     steps, guards, count = tuple(steps), tuple(guards), len(specs)
     arrays = [i for i, s in enumerate(specs) if s.kind in ("array", "region")]
     pairs = tuple((i, j) for i in arrays if specs[i].mutable for j in arrays if j != i)
@@ -198,7 +198,7 @@ def _kind_guard(spec: ParamSpec, example):
     return lambda v: v.__class__ is LinesArg and v.width == width and array_guard(v.array)
 
 
-def _array_step(kernel_name: str, name: str, example):
+def _array_step(kernel_name: str, name: str, example, mutable: bool):
     """Bind one array argument of the example's kind: unwrap Lines, describe device arrays,
     check the length limit and the Lines width against this launch's shape."""
     width = example.width if example.__class__ is LinesArg else 0
@@ -208,8 +208,11 @@ def _array_step(kernel_name: str, name: str, example):
     def step(value):
         array = value.array if width else value
         if describe is not None:    # a device array, or None for an instance in host memory
-            described = describe(array)
-            array = described if described is not None else np.asarray(array)
+            try:
+                described = describe(array)
+                array = host_view(array, mutable) if described is None else described
+            except ValueError as e:
+                raise ArgumentValueError(f"parameter '{name}' {e}", kernel_name) from None
         shape = array.shape
         if array.size > INDEX_MAX or (not array.size and any(s > INDEX_MAX for s in shape)):
             raise ArgumentValueError(f"parameter '{name}' has {array.size} elements; kernels index with i32, so "
@@ -275,7 +278,8 @@ def _scalar(kernel_name, name, dtype: DType, value):
 def _array(kernel_name, name, ann, value, mutable):
     checked = _checked_array(kernel_name, name, ann, value.array if value.__class__ is LinesArg else value, mutable)
     example = LinesArg(checked, value.width) if value.__class__ is LinesArg else checked
-    return _array_step(kernel_name, name, example)(example), (value.width if value.__class__ is LinesArg else 1)
+    return (_array_step(kernel_name, name, example, mutable)(example),
+            value.width if value.__class__ is LinesArg else 1)
 
 
 def _checked_array(kernel_name, name, ann, value, mutable):
@@ -287,9 +291,17 @@ def _checked_array(kernel_name, name, ann, value, mutable):
             raise ArgumentValueError(f"parameter '{name}' is a device array that is not C-contiguous ({e}); "
                                      "pass a contiguous copy", kernel_name) from None
         except ValueError as e:
-            raise ArgumentValueError(f"parameter '{name}': {e}", kernel_name) from None
+            raise ArgumentValueError(f"parameter '{name}' {e}", kernel_name) from None
         if array is not None:       # None: this instance of a device array type is in host memory
-            return _check_array_facts(kernel_name, name, ann, array, mutable, array.readonly)
+            return _check_array_facts(kernel_name, name, ann, array, mutable, array.readonly, value)
+        try:
+            array = host_view(value, mutable)
+        except NotContiguous as e:
+            raise ArgumentValueError(f"parameter '{name}' is not C-contiguous ({e}); pass a contiguous copy "
+                                     f"({name}.contiguous() or np.ascontiguousarray({name}))", kernel_name) from None
+        except ValueError as e:
+            raise ArgumentValueError(f"parameter '{name}' {e}", kernel_name) from None
+        return _check_array_facts(kernel_name, name, ann, array, mutable, not array.flags.writeable, value)
     if isinstance(value, (list, tuple)) or np.isscalar(value) or value is None:
         raise ArgumentTypeError(f"parameter '{name}' expects an array (NumPy, or anything with "
                                 f"__array_interface__ / __array__), got {type(value).__name__}", kernel_name)
@@ -301,23 +313,33 @@ def _checked_array(kernel_name, name, ann, value, mutable):
     if not array.flags.c_contiguous:
         raise ArgumentValueError(f"parameter '{name}' is not C-contiguous (strides {array.strides}); "
                                  f"pass np.ascontiguousarray({name})", kernel_name)
-    return _check_array_facts(kernel_name, name, ann, array, mutable, not array.flags.writeable)
+    return _check_array_facts(kernel_name, name, ann, array, mutable, not array.flags.writeable, value)
 
 
-def _check_array_facts(kernel_name, name, ann, array, mutable, readonly):
+def _check_array_facts(kernel_name, name, ann, array, mutable, readonly, given):
     dtype = dtype_from_numpy(array.dtype)
     if dtype is None:
         raise ArgumentTypeError(f"parameter '{name}': arrays of {array.dtype} are not supported", kernel_name)
     want = ann.dtype
     if want is not None and want != dtype:
         raise ArgumentTypeError(f"parameter '{name}' expects {ann!r} but got an array of {array.dtype}; "
-                                f"convert it with .astype(np.{want.numpy_name})", kernel_name)
+                                f"convert it with {_conversion(given, want)}", kernel_name)
     if array.ndim == 0:
         raise ArgumentTypeError(f"parameter '{name}' expects an array, got a 0-d array", kernel_name)
     if mutable and readonly:
         raise ArgumentValueError(f"parameter '{name}' is Mut but the array passed is read-only; "
                                  "pass a writable copy (array.copy())", kernel_name)
     return array
+
+
+_CONVERSIONS = {"torch": ".to(torch.{})", "cupy": ".astype(cupy.{})", "jax": ".astype(jnp.{})",
+                "jaxlib": ".astype(jnp.{})"}
+
+
+def _conversion(value, dtype: DType) -> str:
+    """How to convert ``value``'s array type to ``dtype``, in its own library's words."""
+    library = value.__class__.__module__.partition(".")[0]
+    return _CONVERSIONS.get(library, ".astype(np.{})").format(dtype.numpy_name)
 
 
 def _overlap(a, b) -> bool:

@@ -23,6 +23,8 @@ from ..frontend.spec import ParamSpec
 from ..ir.nodes import Kernel
 from ..ir.printer import print_kernel
 from .args import bind_arguments, match_arguments
+from .fake_launches import SKIPPING, skipped
+from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES
 from .profiling import record_launch
 from .topology import check_limits, topology
@@ -160,6 +162,8 @@ class CompiledKernel:
         return count_t
 
     def _launch(self, count: tuple, args: tuple, kwargs: dict, stream: Any) -> None:
+        if SKIPPING and skipped():
+            return
         if stream is not None and not getattr(self.device.backend, "takes_streams", False):
             raise ArgumentValueError(f"stream={stream!r}: device '{self.device.name}' runs each launch to "
                                      "completion and takes no stream", self.kernel_name)
@@ -196,7 +200,7 @@ class CompiledLauncher:
         self.warm = compiled.warm_path(count)
 
     def __call__(self, *args, stream: Any = None, **kwargs) -> None:
-        if stream is None and not kwargs and not PROFILES:
+        if stream is None and not kwargs and not PROFILES and not SKIPPING:
             try:
                 if self.warm(args):
                     return
@@ -205,6 +209,10 @@ class CompiledLauncher:
                     e.loc = caller_loc()
                 raise
         self.compiled.launch(self.count, *args, stream=stream, **kwargs)
+
+
+for _cls, _name in ((CompiledKernel, "launch"), (CompiledKernel, "__call__"), (CompiledLauncher, "__call__")):
+    register_entry_point(_cls, _name)
 
 
 def _describe_param(p: ParamSpec) -> str:

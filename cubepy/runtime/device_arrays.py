@@ -8,7 +8,6 @@ a faster describer for its own array type.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -16,6 +15,8 @@ from math import prod
 from typing import Any
 
 import numpy as np
+
+from . import dlpack
 
 
 class DeviceArray:
@@ -70,78 +71,40 @@ def from_cuda_array_interface(obj) -> DeviceArray:
     return DeviceArray(obj, int(ptr or 0), shape, dtype, bool(readonly), "cuda", cai.get("stream"))
 
 
-# DLPack (dlpack.h): device types whose memory a platform's kernels read, the element kinds of
-# its type codes, and the DLTensor at the start of the "dltensor" capsule's DLManagedTensor.
-DLPACK_PLATFORMS = {2: "cuda", 13: "cuda"}          # kDLCUDA, kDLCUDAManaged
-_DLPACK_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}    # int, uint, float, bool
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-def read_dltensor(capsule) -> tuple[int, tuple, np.dtype, int]:
-    """``(address, shape, dtype, DLPack device type)`` of a "dltensor" capsule; raises
-    NotContiguous or ValueError for what kernels cannot index."""
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    t = _DLTensor.from_address(get(capsule, b"dltensor"))
-    shape = tuple(t.shape[i] for i in range(t.ndim))
-    kind = _DLPACK_KINDS.get(t.dtype.code)
-    if kind is None or t.dtype.lanes != 1:
-        raise ValueError(f"DLPack type code {t.dtype.code} ({t.dtype.bits} bits, {t.dtype.lanes} lanes) "
-                         "has no cubepy dtype")
-    dtype = np.dtype(np.bool_) if kind == "b" else np.dtype(f"{kind}{t.dtype.bits // 8}")
-    if t.strides:
-        strides, step = tuple(t.strides[i] for i in range(t.ndim)), 1
-        for extent, stride in zip(reversed(shape), reversed(strides)):
-            if extent > 1 and stride != step:
-                raise NotContiguous(f"strides {strides} (in elements)")
-            step *= extent
-    return (t.data or 0) + t.byte_offset, shape, dtype, t.device.device_type
-
-
 def from_dlpack(obj) -> DeviceArray:
-    """Describe an object exporting DLPack memory of a platform in `DLPACK_PLATFORMS`."""
-    capsule = obj.__dlpack__()
-    ptr, shape, dtype, device_type = read_dltensor(capsule)
-    platform = DLPACK_PLATFORMS.get(device_type)
+    """Describe an object exporting DLPack memory that a platform's kernels read in place."""
+    found = dlpack.device_of(obj)
+    platform = dlpack.PLATFORMS.get(found[0]) if found else None
+    capsule = dlpack.capsule_of(obj, platform)
+    view = dlpack.read_capsule(capsule)
+    platform = dlpack.PLATFORMS.get(view.device_type)
     if platform is None:
-        raise ValueError(f"its DLPack memory is on device type {device_type}, which no backend reads in place")
+        raise ValueError(f"is DLPack memory on device type {view.device_type}, which no backend reads in place")
     # The capsule owns the export: kept alive with the object until cubepy is done with the array.
-    return DeviceArray((obj, capsule), ptr, shape, dtype, False, platform)
+    return DeviceArray((obj, capsule), view.ptr, view.shape, view.dtype, view.readonly, platform)
 
 
 def _dlpack_platform(value) -> str | None:
-    try:
-        device_type, _ = value.__dlpack_device__()
-    except Exception:
-        return None
-    return DLPACK_PLATFORMS.get(int(device_type))
+    found = dlpack.device_of(value)
+    return dlpack.PLATFORMS.get(found[0]) if found else None
 
 
 _DESCRIBERS: dict[type, Callable[[Any], DeviceArray]] = {}
 QUICK_FACTS: dict[type, Callable[[Any], tuple]] = {}
 RAW_READERS: dict[type, tuple[str, Callable[[Any], tuple]]] = {}
+HOST_VIEWS: dict[type, Callable[[Any, bool], np.ndarray]] = {}
 
 
 def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
                           quick_facts: Callable[[Any], tuple] | None = None,
-                          raw: Callable[[Any], tuple] | None = None, platform: str | None = None) -> None:
+                          raw: Callable[[Any], tuple] | None = None, platform: str | None = None,
+                          host: Callable[[Any, bool], np.ndarray] | None = None) -> None:
     """Let a backend describe its own array type faster than through the generic interfaces.
 
     ``describe(a)`` returns the `DeviceArray`, or None for an instance in host memory (a type
-    such as ``torch.Tensor`` has both), which is then taken as a host array.
+    such as ``torch.Tensor`` has both), which is then taken as a host array: through
+    ``host(a, mutable)`` (a NumPy view of its memory; it raises ValueError, with the reason, for
+    an instance a kernel may not use, or not write when ``mutable``), else ``np.asarray``.
 
     ``quick_facts(a)`` returns what specializes a launch and what the full check looked at
     (dtype, rank, read-only, contiguous), so that warm launches can skip the full check; None
@@ -160,6 +123,14 @@ def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
         if platform is None:
             raise ValueError("a raw reader needs the platform its arrays live on")
         RAW_READERS[cls] = (platform, raw)
+    if host is not None:
+        HOST_VIEWS[cls] = host
+
+
+def host_view(value, mutable: bool) -> np.ndarray:
+    """``value``, an array in host memory, as a NumPy array (a view where its type allows)."""
+    view = HOST_VIEWS.get(value.__class__)
+    return np.asarray(value) if view is None else view(value, mutable)
 
 
 _MODULE_HOOKS: dict[str, Callable[[Any], None]] = {}
@@ -170,6 +141,24 @@ def register_device_array_module(module: str, register: Callable[[Any], None]) -
     ``module`` (e.g. "torch") is described, so that a backend registers that library's array
     type only once the user has imported it; cubepy never imports it."""
     _MODULE_HOOKS[module] = register
+
+
+def _raw_device_array(d: DeviceArray) -> tuple | None:
+    return (d.dtype, d.shape, d.ptr, True, d.readonly) if d.platform == "cuda" else None
+
+
+# A DeviceArray itself is an argument too (adapters that hold raw pointers pass one).
+register_device_array(DeviceArray, lambda d: d, lambda d: (d.dtype, len(d.shape), d.platform, d.readonly),
+                      raw=_raw_device_array, platform="cuda")
+
+
+def _register_torch(torch) -> None:
+    from .torch_tensors import register
+
+    register(torch)
+
+
+register_device_array_module("torch", _register_torch)
 
 
 def _facts_from_raw(raw: Callable[[Any], tuple | None], a) -> tuple | None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +48,12 @@ class Device:
         opts = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
         return f"{self.backend_name}({opts})" if opts else self.backend_name
 
+    @property
+    def host_memory(self) -> bool:
+        """Whether kernels of this device work on host memory (``cpu``, ``interp``): its arrays are
+        NumPy arrays, and ``cb.preload`` keeps a host copy."""
+        return self.available and getattr(self.backend, "to_device", None) is None
+
     def key(self) -> tuple:
         return (self.backend_name, tuple(sorted(self.options.items())), self.properties)
 
@@ -64,6 +73,18 @@ class Device:
         if sync is not None:
             sync(self.properties)
 
+    def stream(self, stream: Any) -> AbstractContextManager:
+        """``with dev.stream(s):`` launches on this device go on stream ``s`` (the warm path
+        included): on ``cuda`` a ``cupy.cuda.Stream``, a ``torch.cuda.Stream``, an object with
+        ``__cuda_stream__`` or a raw handle. ``None`` leaves the current stream."""
+        self.require()
+        if stream is None:
+            return nullcontext()
+        use = getattr(self.backend, "use_stream", None)
+        if use is None:
+            raise ArgumentValueError(f"device '{self.name}' runs each launch to completion and takes no stream")
+        return use(stream, self.properties)
+
     def event(self) -> Event:
         """An event for timing work on this device (see `cubepy.runtime.events`)."""
         self.require()
@@ -78,6 +99,7 @@ class Device:
 
 _devices: dict[tuple, Device] = {}
 _current: Device | None = None
+_scoped: ContextVar[Device | None] = ContextVar("cubepy_device", default=None)
 
 
 def _load_backend(name: str):
@@ -144,8 +166,25 @@ def set_device(dev: Device | str, **options: Any) -> Device:
     return _current
 
 
+@contextmanager
+def use_device(dev: Device | str, **options: Any) -> Iterator[Device]:
+    """``with cb.use_device("cpu"):`` launches without ``device=`` in this block (of this thread
+    or task) go to ``dev``; the default outside is unchanged."""
+    chosen = dev if isinstance(dev, Device) else device(dev, **options)
+    chosen.require()
+    token = _scoped.set(chosen)
+    try:
+        yield chosen
+    finally:
+        _scoped.reset(token)
+
+
 def current_device() -> Device:
-    """The default device: set_device's, else CUBEPY_DEVICE's, else the first available."""
+    """The default device: `use_device`'s in this block, else set_device's, else CUBEPY_DEVICE's,
+    else the first available."""
+    scoped = _scoped.get()
+    if scoped is not None:
+        return scoped
     global _current
     if _current is None:
         named = settings.default_device()

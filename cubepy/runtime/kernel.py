@@ -20,6 +20,8 @@ from .compiled import CompiledKernel
 from .device_arrays import DeviceArray
 from .devices import Device, current_device
 from .devices import device as get_device
+from .fake_launches import SKIPPING, skipped
+from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES
 from .profiling import record
 from .topology import check_limits, topology
@@ -59,7 +61,7 @@ class Launcher:
         # launcher, on the current stream; it returns False if any kind differs. The topology
         # was checked when the compiled kernel was made.
         last = self._last
-        if last is not None and stream is None and not kwargs and not PROFILES:
+        if last is not None and stream is None and not kwargs and not PROFILES and not SKIPPING:
             warm, device_arg, was_checked, had_races, compiled = last
             if device is device_arg and checked is was_checked and races is had_races and (
                     device is not None or current_device() is compiled.device):
@@ -181,6 +183,8 @@ class KernelFunction:
     def _launch(self, count, dim, args, kwargs, device, checked, races, stream=None) -> tuple:
         """Launch through the compiled kernel for these argument kinds (made on first use); return
         ``(compiled, count)`` for the launcher's warm path (no compiled kernel if none was kept)."""
+        if SKIPPING and skipped():
+            return None, None
         dev = self._device(device)
         if stream is not None and not getattr(dev.backend, "takes_streams", False):
             raise ArgumentValueError(f"stream={stream!r}: device '{dev.name}' runs each launch to completion "
@@ -296,6 +300,10 @@ class CubeFunction:
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"@cb.func '{self.__name__}' can only be called from a kernel or another @cb.func")
+
+
+for _cls, _name in ((Launcher, "__call__"), (KernelFunction, "launch"), (KernelFunction, "compile")):
+    register_entry_point(_cls, _name)
 
 
 def kernel(fn: Callable | None = None, *, checked: bool | None = None, fastmath: str | None = None):

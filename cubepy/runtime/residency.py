@@ -27,6 +27,7 @@ from ..errors import ArgumentTypeError, caller_loc
 from .device_arrays import RAW_READERS, DeviceArray, describer, register_device_array
 from .devices import Device, current_device
 from .devices import device as get_device
+from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES
 from .profiling import record
 
@@ -75,6 +76,41 @@ class Resident:
         """Another handle with a copy of the data, on the same device."""
         return Resident(self.device, self.data.copy(), self.mutable, self.shape, self.dtype)
 
+    # --- DLPack and the CUDA array interface: other libraries use the data in place ----------
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None, dl_device: Any = None,
+                   copy: bool | None = None) -> Any:
+        """Export the data through DLPack, zero-copy (the array API protocol). A `preload` handle
+        exports read-only to consumers of DLPack 1.0 flags (host memory); to older ones, and on
+        CUDA, the flag does not exist, and a consumer's writes change what kernels read."""
+        data = self.data
+        export = getattr(data, "__dlpack__", None)
+        if export is None:
+            raise BufferError(f"an array on device '{self.device.name}' cannot be exported through DLPack; copy it "
+                              "back with .to_host()")
+        if isinstance(data, np.ndarray) and not self.mutable and max_version is not None and max_version >= (1, 0):
+            data = data.view()
+            data.flags.writeable = False
+            export = data.__dlpack__
+        kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
+                                    ("copy", copy)) if v is not None}
+        return export(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(DLPack device type, device id)`` of the data: (1, 0) on the host, (2, index) on CUDA."""
+        found = getattr(self.data, "__dlpack_device__", None)
+        if found is None:
+            raise BufferError(f"an array on device '{self.device.name}' has no DLPack device")
+        return found()
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA array interface (v3) of CUDA data (read-only for `preload` handles)."""
+        interface = getattr(self.data, "__cuda_array_interface__", None)
+        if interface is None:
+            raise AttributeError(f"an array on device '{self.device.name}' is not in CUDA memory")
+        return interface if self.mutable else {**interface, "data": (interface["data"][0], True)}
+
     def __array__(self, dtype=None, copy=None):
         """Host handles only: the runtime binds them as host arrays, without a copy."""
         if not isinstance(self.data, np.ndarray):
@@ -87,6 +123,48 @@ class Resident:
     def __repr__(self) -> str:
         kind = "preload_mut" if self.mutable else "preload"
         return f"<cubepy {kind} array {self.shape} {self.dtype} on {self.device.name}>"
+
+
+def from_dlpack(obj: Any, device: Device | str | None = None) -> Resident:
+    """A handle on the memory of a DLPack producer (a torch tensor, a JAX or CuPy array, ...),
+    zero-copy: kernels read and write it in place, and its owner sees their writes.
+
+    Host memory goes to ``device`` (default: the current device if it runs on the host, else
+    ``cpu``); CUDA memory to ``device`` (default: ``cuda:<its index>``).
+    """
+    from . import dlpack
+
+    where = dlpack.device_of(obj)
+    if where is None:
+        raise ArgumentTypeError(f"cb.from_dlpack takes an object with __dlpack__ and __dlpack_device__, got "
+                                f"{type(obj).__name__}")
+    kind, index = where
+    if kind in (dlpack.KDL_CPU, dlpack.KDL_CUDA_HOST):
+        dev = _device_for_host(device)
+        data = np.from_dlpack(obj)
+        return Resident(dev, data, data.flags.writeable, data.shape, data.dtype)
+    platform = dlpack.PLATFORMS.get(kind)
+    if platform is None:
+        raise ArgumentTypeError(f"cb.from_dlpack: memory on DLPack device type {kind} has no cubepy device")
+    dev = get_device(platform, index=index) if device is None else get_device(device) if isinstance(device, str) \
+        else device
+    dev.require()
+    adopt = getattr(dev.backend, "from_dlpack", None)
+    if adopt is None:
+        raise ArgumentTypeError(f"cb.from_dlpack: device '{dev.name}' cannot adopt {platform} memory")
+    data = adopt(obj, dev.properties)
+    return Resident(dev, data, True, tuple(data.shape), np.dtype(data.dtype))
+
+
+def _device_for_host(device) -> Device:
+    if device is not None:
+        dev = get_device(device) if isinstance(device, str) else device
+    else:
+        dev = current_device()
+        if not dev.host_memory:
+            dev = get_device("cpu")
+    dev.require()
+    return dev
 
 
 def preload(array, device: Device | str | None = None) -> Resident:
@@ -137,6 +215,7 @@ def _raw(r: Resident) -> tuple | None:
 
 
 register_device_array(Resident, _describe, _quick_facts, raw=_raw, platform="cuda")
+register_entry_point(Resident, "to_host")
 
 
 # --- the per-launch transfer trap --------------------------------------------------------------

@@ -55,10 +55,11 @@ def test_a_backend_can_register_its_array_type():
 
 
 def test_dlpack_capsules_are_read_with_offsets_and_strides():
-    from cubepy.runtime.device_arrays import NotContiguous, read_dltensor
+    from cubepy.runtime.device_arrays import NotContiguous
+    from cubepy.runtime.dlpack import read_capsule as read_dltensor
 
     a = np.arange(24, dtype=np.float32).reshape(4, 6)
-    assert read_dltensor(a.__dlpack__()) == (a.ctypes.data, (4, 6), np.dtype(np.float32), 1)
+    assert read_dltensor(a.__dlpack__()) == (a.ctypes.data, (4, 6), np.dtype(np.float32), 1, 0, False)
     assert read_dltensor(a[1:].__dlpack__())[0] == a.ctypes.data + 24
     assert read_dltensor(np.ones(3, np.bool_).__dlpack__())[2] == np.bool_
     with pytest.raises(NotContiguous):
@@ -66,25 +67,34 @@ def test_dlpack_capsules_are_read_with_offsets_and_strides():
 
 
 class FakeDLPackCuda:
-    """A DLPack producer of CUDA memory, without a GPU: a hand-made DLManagedTensor in a capsule."""
+    """A DLPack producer of CUDA memory, without a GPU: a hand-made DLManagedTensor (or, when the
+    consumer allows DLPack 1.0, a DLManagedTensorVersioned) in a capsule. It records the stream
+    and version the consumer asked for."""
 
-    def __init__(self, ptr, shape, code=2, bits=32):
+    def __init__(self, ptr, shape, code=2, bits=32, readonly=False, versioned=True):
         import ctypes
 
-        from cubepy.runtime.device_arrays import _DLDataType, _DLDevice, _DLTensor
+        from cubepy.runtime.dlpack import _DLDataType, _DLDevice, _DLManagedTensorVersioned, _DLPackVersion, _DLTensor
 
         self._shape = (ctypes.c_int64 * len(shape))(*shape)
         self._tensor = _DLTensor(ptr, _DLDevice(2, 0), len(shape), _DLDataType(code, bits, 1),
                                  ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64)), None, 0)
+        self._versioned = _DLManagedTensorVersioned(_DLPackVersion(1, 1), None, None, int(readonly), self._tensor)
+        self.supports_versions, self.asked = versioned, []
 
     def __dlpack_device__(self):
         return (2, 0)
 
-    def __dlpack__(self, stream=None):
+    def __dlpack__(self, stream=None, **kwargs):
         import ctypes
 
+        if kwargs and not self.supports_versions:
+            raise TypeError("__dlpack__() got an unexpected keyword argument 'max_version'")
+        self.asked.append((stream, kwargs.get("max_version")))
         new = ctypes.pythonapi.PyCapsule_New
         new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        if kwargs.get("max_version", (0, 0)) >= (1, 0):
+            return new(ctypes.addressof(self._versioned), b"dltensor_versioned", None)
         return new(ctypes.addressof(self._tensor), b"dltensor", None)
 
 
@@ -146,3 +156,29 @@ def test_a_library_array_type_is_registered_when_first_seen():
         assert seen == [vendor]          # once
     finally:
         del sys.modules["vendorlib"]
+
+
+def test_dlpack_producers_are_asked_for_a_versioned_capsule_on_the_launch_stream(monkeypatch):
+    from cubepy.runtime import dlpack
+    from cubepy.runtime.device_arrays import from_dlpack
+
+    monkeypatch.setitem(dlpack.CURRENT_STREAM, "cuda", lambda: 77)
+    fake = FakeDLPackCuda(1 << 20, (8,))
+    d = from_dlpack(fake)
+    assert fake.asked == [(77, (1, 0))] and (d.ptr, d.shape, d.readonly) == (1 << 20, (8,), False)
+    monkeypatch.setitem(dlpack.CURRENT_STREAM, "cuda", lambda: 0)        # CUDA's null stream is passed as 1
+    from_dlpack(fake)
+    assert fake.asked[-1] == (1, (1, 0))
+
+
+def test_a_read_only_versioned_capsule_cannot_be_written():
+    fake = FakeDLPackCuda(1 << 20, (4,), readonly=True)
+    with pytest.raises(ValueError, match="is Mut but the array passed is read-only"):
+        copy.launch(1, 4, np.zeros(4, np.float32), fake, device="interp")
+
+
+def test_producers_from_before_dlpack_1_give_unversioned_capsules():
+    from cubepy.runtime.device_arrays import from_dlpack
+
+    fake = FakeDLPackCuda(1 << 20, (8, 2), versioned=False)
+    assert from_dlpack(fake).shape == (8, 2) and fake.asked == [(None, None)]
