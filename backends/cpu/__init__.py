@@ -216,5 +216,26 @@ class CpuBackend:
     def synchronize(self, properties=None) -> None:
         pass
 
+    def xla_ffi_handler(self, executable: Executable, kernel: Kernel, properties, cube_count, cube_dim,
+                        sources: dict, zeroed: list):
+        """A native XLA FFI handler running this launch on XLA's calling thread (see xla_ffi.py),
+        or None for a launch big enough that the threaded launch path is faster."""
+        from cubepy.runtime import xla_ffi as abi
+
+        from .xla_ffi import build_handler
+
+        cubes = math.prod(cube_count)
+        if properties.compute_units > 1 and cubes > 1 and cubes * executable.units >= SERIAL_UNITS:
+            return None
+
+        def report(frame: int, record: int) -> int | None:
+            try:
+                self._raise_oob(executable, kernel, (ctypes.c_int64 * ERR_WORDS).from_address(record), cube_count,
+                                cube_dim)
+            except Exception as e:
+                return abi.error_at(frame, f"{type(e).__module__}.{type(e).__name__}: {e}")
+            return abi.error_at(frame, f"kernel '{kernel.name}' recorded an error the CPU backend cannot read")
+        return build_handler(executable, sources, zeroed, cubes, cube_count, report)
+
 
 BACKEND = CpuBackend()

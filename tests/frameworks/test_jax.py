@@ -1,0 +1,140 @@
+"""JAX: cubepy kernels under jax.jit, jax.vmap and jax.grad, through XLA's FFI and pure_callback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import jax.numpy as jnp  # noqa: E402
+
+import cubepy as cb  # noqa: E402
+import cubepy.jax  # noqa: E402
+from cubepy import Array, Comptime, Mut, f32, i32  # noqa: E402
+
+METHODS = ("ffi", "callback")
+
+
+@cb.kernel
+def scale(x: Array[f32], out: Mut[Array[f32]], factor: f32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        out[i] = x[i] * factor
+
+
+@cb.kernel
+def accumulate(x: Array[f32], y: Mut[Array[f32]], a: f32, times: Comptime[int]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        for _ in cb.unroll(range(times)):
+            y[i] = y[i] + a * x[i]
+
+
+@cb.kernel
+def partial_write(x: Array[f32], out: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x) // 2:
+        out[i] = x[i]
+
+
+@cb.kernel
+def gather(idx: Array[i32], x: Array[f32], out: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(idx):
+        out[i] = x[idx[i]]
+
+
+def cubes(shape, units=64):
+    return (shape[0] + units - 1) // units
+
+
+@pytest.fixture
+def x(rng):
+    return jnp.asarray(rng.standard_normal(1000).astype(np.float32))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_kernel_is_a_jax_function_eagerly_and_under_jit(method, x):
+    f = cubepy.jax.jax_kernel(scale, outputs=("out",), count=cubes, dim=64, method=method)
+    np.testing.assert_array_equal(f(x, 3.0), np.asarray(x) * np.float32(3.0))
+    traces = []
+
+    @jax.jit
+    def g(v, a):
+        traces.append(1)
+        return f(v, a) + 1
+
+    for a in (2.0, 5.0, 2.0):
+        np.testing.assert_allclose(g(x, a), np.asarray(x) * a + 1, rtol=1e-6)
+    assert len(traces) == 1                      # traced once, not per call or per scalar value
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_vmap_runs_the_kernel_per_batch_element(method, x):
+    f = cubepy.jax.jax_kernel(scale, outputs=("out",), count=cubes, dim=64, method=method)
+    batch = jnp.stack([x, -x, 2 * x])
+    np.testing.assert_allclose(jax.jit(jax.vmap(lambda v: f(v, 2.0)))(batch), 2 * np.asarray(batch), rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_in_out_parameters_update_a_copy_and_comptime_values_are_static(method, x):
+    f = cubepy.jax.jax_kernel(accumulate, outputs=(), in_out=("y",), count=lambda xs, ys: cubes(xs), dim=64,
+                              method=method)
+    y = jnp.ones_like(x)
+    out = jax.jit(lambda v, w: f(v, w, 0.5, 3))(x, y)
+    expected = np.ones(1000, np.float32)
+    for _ in range(3):
+        expected = expected + np.float32(0.5) * np.asarray(x)
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(y, np.ones(1000, np.float32))          # the input itself is unchanged
+    with pytest.raises(TypeError, match="Comptime parameter 'times' needs a Python value"):
+        jax.jit(lambda v, w, t: f(v, w, 0.5, t))(x, y, 3)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_outputs_start_as_zeros_where_the_kernel_does_not_write(method, x):
+    f = cubepy.jax.jax_kernel(partial_write, outputs=("out",), count=cubes, dim=64, method=method)
+    for _ in range(2):                                   # a reused buffer must not leak the last call's data
+        out = np.asarray(jax.jit(f)(x + 1))
+        np.testing.assert_array_equal(out[:500], np.asarray(x)[:500] + 1)
+        np.testing.assert_array_equal(out[500:], 0)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_grad_through_custom_vjp_with_a_backward_kernel(method, x):
+    forward = cubepy.jax.jax_kernel(scale, outputs=("out",), count=cubes, dim=64, method=method)
+
+    @jax.custom_vjp
+    def f(v):
+        return forward(v, 3.0)
+
+    f.defvjp(lambda v: (forward(v, 3.0), None), lambda _, g: (forward(g, 3.0),))
+    grad = jax.jit(jax.grad(lambda v: jnp.sum(f(v) * v)))(x)
+    np.testing.assert_allclose(grad, 6 * np.asarray(x), rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_an_out_of_bounds_access_is_an_error_naming_the_kernel_and_array(method):
+    f = cubepy.jax.jax_kernel(gather, outputs=("out",), count=lambda i, x: cubes(i), dim=64, method=method,
+                              out_shapes={"out": jax.ShapeDtypeStruct((4,), jnp.float32)})
+    with pytest.raises(Exception, match="kernel 'gather'.*array 'x'"):
+        np.asarray(jax.jit(f)(jnp.array([0, 1, 9, 2], jnp.int32), jnp.ones(5, jnp.float32)))
+
+
+def test_output_shapes_can_be_given_or_computed_from_the_inputs(x):
+    f = cubepy.jax.jax_kernel(partial_write, outputs=("out",), count=cubes, dim=64,
+                              out_shapes={"out": lambda shape: jax.ShapeDtypeStruct((shape[0] // 2,), jnp.float32)})
+    np.testing.assert_array_equal(f(x[:200]), np.asarray(x)[:100])
+
+
+def test_bad_requests_are_clear_errors():
+    with pytest.raises(TypeError, match="'y' is not a Mut array parameter"):
+        cubepy.jax.jax_kernel(scale, outputs=("y",), count=1, dim=64)
+    with pytest.raises(TypeError, match="method must be 'ffi' or 'callback'"):
+        cubepy.jax.jax_kernel(scale, count=1, dim=64, method="magic")
+    f = cubepy.jax.jax_kernel(scale, count=1, dim=64)
+    with pytest.raises(TypeError, match="missing input 'factor'"):
+        f(jnp.ones(3))
+    with pytest.raises(TypeError, match="takes a @cb.kernel"):
+        cubepy.jax.jax_kernel(lambda x: x, count=1, dim=64)
