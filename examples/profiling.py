@@ -1,6 +1,6 @@
 """profile: where a loop of launches spends its time, before and after keeping arrays on the device.
 
-    CUBEPY_DEVICE=opencl python examples/profile.py
+    CUBEPY_DEVICE=opencl python examples/profiling.py
 """
 
 import warnings
