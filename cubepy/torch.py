@@ -60,7 +60,10 @@ def op(name: str, fn: Callable | None = None, /, *, mutates_args: Iterable[str] 
     def build(body: Callable) -> Any:
         @functools.wraps(body)
         def implementation(*args, **kwargs):
-            with _launch_scope(_tensors(args, kwargs)):
+            first = next(_tensors(args, kwargs), None)
+            if first is None or not first.is_cuda and current_device().host_memory:
+                return body(*args, **kwargs)        # CPU tensors on a host device: nothing to set up
+            with _launch_scope(first):
                 return body(*args, **kwargs)
 
         if schema is None:
@@ -95,12 +98,8 @@ def _tensors(args: tuple, kwargs: dict) -> Iterator[torch.Tensor]:
 
 
 @contextmanager
-def _launch_scope(tensors: Iterator[torch.Tensor]) -> Iterator[None]:
+def _launch_scope(first: torch.Tensor) -> Iterator[None]:
     """Launches in the body go to the device of its first tensor (on CUDA: torch's current stream)."""
-    first = next(iter(tensors), None)
-    if first is None:
-        yield
-        return
     dev = device_of(first)
     with ExitStack() as stack:
         stack.enter_context(use_device(dev))

@@ -10,7 +10,6 @@ Rows (host time per call, median of interleaved rounds):
   pure_callback, next to the jnp op of the same size (x * factor).
 """
 
-from __future__ import annotations
 
 import argparse
 import json
@@ -33,7 +32,7 @@ def scale(x: Array[f32], out: Mut[Array[f32]], factor: f32):
         out[i] = x[i] * factor
 
 
-def per_call_us(fns: dict, sync=lambda: None) -> dict:
+def per_call_us(fns, sync=lambda: None):
     """Median over interleaved rounds of CALLS calls each, in microseconds per call."""
     samples = {name: [] for name in fns}
     for fn in fns.values():
@@ -50,7 +49,7 @@ def per_call_us(fns: dict, sync=lambda: None) -> dict:
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
-def torch_rows(where: str) -> list[dict]:
+def torch_rows(where):
     import torch
 
     import cubepy.torch
@@ -99,7 +98,7 @@ def torch_rows(where: str) -> list[dict]:
             for k, v in times.items()]
 
 
-def jax_rows() -> list[dict]:
+def jax_rows():
     import jax
     import jax.numpy as jnp
 
