@@ -1,25 +1,53 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: install (offline), run the conformance suite on CUDA and NVIDIA's
-# OpenCL, the CUDA device tests, and the GPU benchmarks. Logs go to $OUT.
+# One call on the GPU machine: install (offline), then the stages named on the command line
+# (default: all of them). Logs and JSON go to $OUT.
+#
+#   bash benchmarks/gpu/device_run.sh [conformance] [frameworks] [launch] [bench]
+#
+# conformance: the conformance suite on CUDA and NVIDIA's OpenCL, the CUDA device tests
+# frameworks:  PyTorch/JAX/DLPack tests on CUDA, the two examples, the framework benchmark
+# launch:      host cost per warm launch (profile_launch.py)
+# bench:       the GPU benchmarks (bench_gpu.py)
 set -u
 out=${OUT:-/tmp/out}; mkdir -p "$out"
+stages=${*:-conformance frameworks launch bench}
 if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site
 fi
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >"$out/install.log" 2>&1 || cat "$out/install.log"
-export PYTHONUNBUFFERED=1 CUBEPY_CACHE_DIR=/tmp/cubepy-cache
+# JAX must not take 75% of the GPU's memory at start: CuPy and torch share the device here.
+export PYTHONUNBUFFERED=1 CUBEPY_CACHE_DIR=/tmp/cubepy-cache XLA_PYTHON_CLIENT_PREALLOCATE=false
 # NVIDIA's OpenCL driver: register its ICD if the image did not.
 if [ ! -e /etc/OpenCL/vendors/nvidia.icd ]; then
     lib=$(find / -name 'libnvidia-opencl.so*' 2>/dev/null | head -1)
     if [ -n "$lib" ]; then mkdir -p /tmp/icd && echo "$lib" > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd; fi
 fi
-echo "OpenCL ICDs: ${OCL_ICD_VENDORS:-/etc/OpenCL/vendors}: $(ls ${OCL_ICD_VENDORS:-/etc/OpenCL/vendors} 2>&1)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
 python3 -c "import cubepy as cb; [print(d) for d in cb.devices()]" | tee "$out/devices.txt"
-python3 -c "import pyopencl as cl; [print(d.name, d.version, [e for e in d.extensions.split() if 'group' in e])
-            for p in cl.get_platforms() for d in p.get_devices()]" 2>&1 | tee -a "$out/devices.txt"
-CUBEPY_TEST_DEVICES=cuda,opencl timeout 300 python3 -m pytest -p no:cacheprovider -rfs --junitxml "$out/conformance.xml" \
-    tests/conformance tests/gpu/test_cuda_device.py tests/runtime/test_events.py tests/runtime/test_warm_path.py 2>&1 | tee "$out/conformance.log" | tail -3
-timeout 60 python3 benchmarks/gpu/profile_launch.py 2>&1 | tee "$out/profile_launch.log" | head -60
-timeout 240 python3 benchmarks/gpu/bench_gpu.py --out "$out/bench_gpu.json" 2>&1 | tee "$out/bench_gpu.log"
+python3 -c "import torch, jax, cupy; print('torch', torch.__version__, 'jax', jax.__version__, jax.devices(),
+            'cupy', cupy.__version__)" 2>&1 | tail -1 | tee -a "$out/devices.txt"
+
+for stage in $stages; do
+    echo "=== $stage"
+    case $stage in
+    conformance)
+        CUBEPY_TEST_DEVICES=cuda,opencl timeout 360 python3 -m pytest -p no:cacheprovider -q -rfs \
+            --junitxml "$out/conformance.xml" tests/conformance tests/gpu/test_cuda_device.py \
+            tests/runtime/test_events.py tests/runtime/test_warm_path.py tests/runtime/test_compiled.py \
+            2>&1 | tee "$out/conformance.log" | tail -4 ;;
+    frameworks)
+        CUBEPY_TEST_DEVICES=cuda timeout 300 python3 -m pytest -p no:cacheprovider -q -rfs \
+            --junitxml "$out/frameworks.xml" tests/frameworks 2>&1 | tee "$out/frameworks.log" | tail -25
+        timeout 120 python3 examples/torch_op.py 2>&1 | tail -3
+        timeout 120 python3 examples/jax_op.py 2>&1 | tail -3
+        timeout 180 python3 benchmarks/frameworks/bench_frameworks.py --device cuda --out "$out/frameworks.json" \
+            2>&1 | tee "$out/bench_frameworks.log" | tail -30 ;;
+    launch)
+        timeout 60 python3 benchmarks/gpu/profile_launch.py 2>&1 | tee "$out/profile_launch.log" | head -40 ;;
+    bench)
+        timeout 240 python3 benchmarks/gpu/bench_gpu.py --out "$out/bench_gpu.json" 2>&1 | tee "$out/bench_gpu.log" ;;
+    *)
+        echo "unknown stage $stage" ;;
+    esac
+done

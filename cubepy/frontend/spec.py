@@ -10,8 +10,9 @@ from ..ir.types import DType
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """One parameter as specialized: ``kind`` is ``"array"``, ``"region"``, ``"scalar"`` or
-    ``"comptime"``."""
+    """One parameter as specialized: ``kind`` is ``"array"``, ``"region"``, ``"scalar"``,
+    ``"scalar_ref"`` (a scalar parameter given as a one-element array in device memory, read by
+    the kernel there, so the host never waits for it) or ``"comptime"``."""
 
     name: str
     kind: str

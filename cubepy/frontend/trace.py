@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import CubeIndexError, CubeSyntaxError, CubeTypeError, CubeValueError
 from ..ir.builder import Builder
-from ..ir.nodes import Block, Buffer, Kernel, ScalarParam
+from ..ir.nodes import Block, Buffer, Const, Kernel, ScalarParam
 from ..ir.passes import eliminate_dead_code, lower_bounds_checks
 from ..ir.types import INDEX, Type
 from ..ir.uniformity import analyze_uniformity
@@ -158,6 +158,12 @@ class Tracer(CodeGen):
                     "shape", (buf,), Type(INDEX), dim=d)) for d in range(p.ndim))
                 array = ArrayRef(buf, shape, p.name)
                 scope[p.name] = array if p.kind == "array" else self.make_region(array, p)
+            elif p.kind == "scalar_ref":
+                # A scalar in device memory (a one-element array the runtime checked): loaded once.
+                buf = Buffer(p.name, "global", Type(p.dtype), 1, False, None, position)
+                self.kernel.params.append(buf)
+                scope[p.name] = self.entry_cached(f"param:{p.name}", lambda buf=buf: self.builder.op(
+                    "load", (buf, Const(0, Type(INDEX))), buf.type, checked=False, array=buf.name))
             elif p.kind == "scalar":
                 param = ScalarParam(p.name, Type(p.dtype), position)
                 self.kernel.params.append(param)

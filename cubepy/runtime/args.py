@@ -77,8 +77,13 @@ def bind_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) 
             specs.append(ParamSpec(name, "comptime", value=value))
             host.append(None)
         elif isinstance(ann, DType):
-            specs.append(ParamSpec(name, "scalar", ann))
-            host.append(_scalar(kernel_name, name, ann, value))
+            in_memory = _scalar_in_device_memory(kernel_name, name, ann, value)
+            if in_memory is not None:
+                specs.append(ParamSpec(name, "scalar_ref", ann))
+                host.append(in_memory)
+            else:
+                specs.append(ParamSpec(name, "scalar", ann))
+                host.append(_scalar(kernel_name, name, ann, value))
         else:
             mutable = isinstance(ann, RegionSpec) or ann.mutable
             array, width = _array(kernel_name, name, ann, value, mutable)
@@ -96,6 +101,29 @@ def bind_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) 
     _check_aliasing(kernel_name, sig.names, specs, host)
     return BoundArgs(tuple(specs), host)
 
+
+# Parameter kinds bound as arrays (a scalar_ref is a one-element array in device memory).
+ARRAY_KINDS = ("array", "region", "scalar_ref")
+
+
+def _scalar_in_device_memory(kernel_name: str, name: str, dtype: DType, value) -> DeviceArray | None:
+    """A scalar given as a device array (a 0-d CUDA tensor, XLA's 0-d buffer): checked and
+    returned as a one-element array the kernel reads, so the host never waits for its value."""
+    if value.__class__ in (int, float, bool) or isinstance(value, (np.generic, np.ndarray)):
+        return None
+    describe = describer(value)
+    if describe is None:
+        return None
+    try:
+        array = describe(value)
+    except ValueError:
+        return None
+    if array is None:
+        return None
+    if array.size != 1 or np.dtype(array.dtype) != np.dtype(dtype.numpy_name):
+        raise ArgumentTypeError(f"parameter '{name}' expects a {dtype} scalar; a scalar in device memory must be "
+                                f"one element of {dtype}, got {array.size} of {array.dtype}", kernel_name)
+    return array.reshape(1)
 
 def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
     """A cheap key of what the arguments' types specialize, for the launch-plan cache; None when
@@ -145,10 +173,12 @@ def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, 
                 steps.append(np.dtype(spec.dtype.numpy_name).type)
             else:
                 steps.append(lambda v, d=spec.dtype, n=spec.name: _scalar(kernel_name, n, d, v))
+        elif spec.kind == "scalar_ref":
+            steps.append(lambda v, n=spec.name, d=spec.dtype: _scalar_in_device_memory(kernel_name, n, d, v))
         else:
             steps.append(_array_step(kernel_name, spec.name, value, spec.mutable))
     steps, guards, count = tuple(steps), tuple(guards), len(specs)
-    arrays = [i for i, s in enumerate(specs) if s.kind in ("array", "region")]
+    arrays = [i for i, s in enumerate(specs) if s.kind in ARRAY_KINDS]
     pairs = tuple((i, j) for i in arrays if specs[i].mutable for j in arrays if j != i)
 
     def bind(args: tuple) -> list | None:
@@ -354,7 +384,7 @@ def _overlap(a, b) -> bool:
 def _check_aliasing(kernel_name, names, specs, host) -> None:
     # Arguments are C-contiguous, so overlapping byte bounds (what may_share_memory compares,
     # in C and cheaply) is the same as sharing memory.
-    arrays = [(n, s, a) for n, s, a in zip(names, specs, host) if a is not None and s.kind in ("array", "region")]
+    arrays = [(n, s, a) for n, s, a in zip(names, specs, host) if a is not None and s.kind in ARRAY_KINDS]
     for i, (name_a, spec_a, a) in enumerate(arrays):
         if not spec_a.mutable or a.nbytes == 0:
             continue

@@ -220,6 +220,8 @@ def _describe_param(p: ParamSpec) -> str:
         return f"{p.name}={p.value!r}"
     if p.kind == "scalar":
         return f"{p.name}: {p.dtype}"
+    if p.kind == "scalar_ref":
+        return f"{p.name}: {p.dtype} in device memory"
     text = f"{p.dtype}[{p.ndim}-d]"
     if p.width > 1:
         text = f"Line[{p.dtype}, {p.width}][{p.ndim}-d]"

@@ -147,9 +147,11 @@ def test_small_cpu_launches_run_natively_and_large_ones_through_the_threaded_lau
     original = Launcher.__call__
     monkeypatch.setattr(Launcher, "__call__", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
     f = cubepy.jax.jax_kernel(scale, outputs=("out",), count=cubes, dim=64, device="cpu")
-    small = jnp.asarray(rng.standard_normal(1000).astype(np.float32))
-    np.testing.assert_array_equal(jax.jit(lambda v: f(v, 2.0))(small), 2 * np.asarray(small))
-    assert not calls                                     # the native handler called the kernel itself
-    large = jnp.asarray(rng.standard_normal(100_000).astype(np.float32))
-    np.testing.assert_array_equal(jax.jit(lambda v: f(v, 2.0))(large), 2 * np.asarray(large))
-    assert calls                                         # 1563 cubes: the Python handler's threaded launch
+    host = jax.devices("cpu")[0]
+    with jax.default_device(host):
+        small = jnp.asarray(rng.standard_normal(1000).astype(np.float32))
+        np.testing.assert_array_equal(jax.jit(lambda v: f(v, 2.0))(small), 2 * np.asarray(small))
+        assert not calls                                 # the native handler called the kernel itself
+        large = jnp.asarray(rng.standard_normal(100_000).astype(np.float32))
+        np.testing.assert_array_equal(jax.jit(lambda v: f(v, 2.0))(large), 2 * np.asarray(large))
+        assert calls                                     # 1563 cubes: the Python handler's threaded launch

@@ -273,3 +273,19 @@ def test_every_new_thread_runs_the_packers_set_up_even_where_thread_ids_are_reus
         worker.start()
         worker.join()
     assert len(seen) == 3           # CUDA needs its context made current in each one
+
+
+def test_a_scalar_in_device_memory_is_passed_by_address_and_read_by_the_kernel(rec):
+    x, y, a = FakeArray(0x10000, (1000,)), FakeArray(0x20000, (1000,)), FakeArray(0x30000, ())
+    compiled = saxpy.compile(x, y, a, dim=256, device=rec)
+    assert [p.kind for p in compiled.parameters] == ["array", "array", "scalar_ref"]
+    assert "a: f32 in device memory" in repr(compiled)
+    calls = _launch_twice(rec, saxpy[4, 256], x, y, a)
+    assert [c[3] for c in calls] == [(0x10000, 1000, 0x20000, 1000, 0x30000, 1, ERROR_RECORD)] * 2   # an address
+    assert "@a: array1d<f32>" in compiled.ir
+    assert "const float* __restrict__ a" in render(compiled.ir_module, CUDA).source
+    with pytest.raises(TypeError, match="parameter 'a' expects a f32 scalar; a scalar in device memory must be "
+                                        "one element of f32, got 2 of float32"):
+        saxpy[4, 256](x, y, FakeArray(0x30000, (2,)), device=rec)
+    with pytest.raises(TypeError, match="got 1 of float64"):
+        saxpy[4, 256](x, y, FakeArray(0x30000, (1,), np.float64), device=rec)
