@@ -220,7 +220,7 @@ class JaxKernel:
         if found is None:
             found = f"cubepy_{self.name}_{next(_names)}"
             for platform, with_stream in _platforms():
-                handler = None if with_stream else self._native_handler(count, dim, statics, kinds)
+                handler = self._native_handler(count, dim, statics, kinds, platform)
                 if handler is None:
                     handler = xla_ffi.make_handler(self._ffi_run(count, dim, statics, platform), with_stream)
                     capsule = jax.ffi.pycapsule(handler)
@@ -231,18 +231,26 @@ class JaxKernel:
             self._targets[key] = found
         return found
 
-    def _native_handler(self, count, dim, statics: tuple, kinds: tuple):
-        """The host device's native handler for this target, or None (the Python handler then)."""
-        dev = _host_ffi_device(self.device)
+    def _native_handler(self, count, dim, statics: tuple, kinds: tuple, platform: str):
+        """The device's native handler for this target, or None (the Python handler then)."""
+        on_cuda = platform == "CUDA"
+        dev = get_device("cuda") if on_cuda else _host_ffi_device(self.device)
         make = getattr(dev.backend, "xla_ffi_handler", None)
         if make is None:
             return None
         operand_kinds, result_kinds = kinds
-        examples = [np.zeros((1,) * ndim, dtype) for dtype, ndim in operand_kinds]
-        results = [np.zeros((1,) * ndim, dtype) for dtype, ndim in result_kinds]
         fixed = dict(statics)
-        args = [a[()] if isinstance(self.annotations[self.names.index(n)], DType) else a
-                for n, a in zip((n for n in self.inputs if n not in fixed), examples)]
+        if on_cuda:         # arrays of the right kinds at distinct fake addresses (nothing is read)
+            examples = [DeviceArray(None, (k + 1) << 32, (1,) * ndim, dtype, True, "cuda")
+                        for k, (dtype, ndim) in enumerate(operand_kinds)]
+            results = [DeviceArray(None, (k + 1) << 40, (1,) * ndim, dtype, False, "cuda")
+                       for k, (dtype, ndim) in enumerate(result_kinds)]
+            args = examples
+        else:
+            examples = [np.zeros((1,) * ndim, dtype) for dtype, ndim in operand_kinds]
+            results = [np.zeros((1,) * ndim, dtype) for dtype, ndim in result_kinds]
+            args = [a[()] if isinstance(self.annotations[self.names.index(n)], DType) else a
+                    for n, a in zip((n for n in self.inputs if n not in fixed), examples)]
         compiled = self.kernel.compile(*self._arguments(args, results, statics), dim=dim, device=dev)
         count_t = topology(count, "CubeCount", self.name)
         compiled.check_count(count_t)
@@ -253,8 +261,10 @@ class JaxKernel:
                 ("arg", operand_names.index(name))
         zeroed = [(i, ndim, np.dtype(dtype).itemsize) for i, (name, (dtype, ndim)) in
                   enumerate(zip(self.results, result_kinds)) if name not in self.in_out]
+        ranks = {position: (result_kinds[index][1] if kind == "ret" else operand_kinds[index][1])
+                 for position, (kind, index) in sources.items()}
         return make(compiled.executable, compiled.ir_module, dev.properties, count_t, compiled.cube_dim, sources,
-                    zeroed)
+                    ranks, zeroed)
 
     def _ffi_run(self, count, dim, statics: tuple, platform: str) -> Callable:
         on_cuda = platform == "CUDA"

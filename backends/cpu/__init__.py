@@ -217,10 +217,10 @@ class CpuBackend:
         pass
 
     def xla_ffi_handler(self, executable: Executable, kernel: Kernel, properties, cube_count, cube_dim,
-                        sources: dict, zeroed: list):
+                        sources: dict, ranks: dict, zeroed: list):
         """A native XLA FFI handler running this launch on XLA's calling thread (see xla_ffi.py),
         or None for a launch big enough that the threaded launch path is faster."""
-        from cubepy.runtime import xla_ffi as abi
+        from cubepy.runtime.xla_ffi_native import ffi_failure
 
         from .xla_ffi import build_handler
 
@@ -228,14 +228,11 @@ class CpuBackend:
         if properties.compute_units > 1 and cubes > 1 and cubes * executable.units >= SERIAL_UNITS:
             return None
 
-        def report(frame: int, record: int) -> int | None:
-            try:
-                self._raise_oob(executable, kernel, (ctypes.c_int64 * ERR_WORDS).from_address(record), cube_count,
-                                cube_dim)
-            except Exception as e:
-                return abi.error_at(frame, f"{type(e).__module__}.{type(e).__name__}: {e}")
-            return abi.error_at(frame, f"kernel '{kernel.name}' recorded an error the CPU backend cannot read")
-        return build_handler(executable, sources, zeroed, cubes, cube_count, report)
+        def out_of_bounds(record: int):
+            record = (ctypes.c_int64 * ERR_WORDS).from_address(record)
+            self._raise_oob(executable, kernel, record, cube_count, cube_dim)
+        return build_handler(executable, sources, ranks, zeroed, cubes, cube_count,
+                             ffi_failure(kernel, out_of_bounds))
 
 
 BACKEND = CpuBackend()

@@ -272,6 +272,26 @@ class CudaBackend:
                 launch_kernel(function, gx, gy, gz, bx, by, bz, shared, current_stream().ptr, params, 0)
         return DirectLauncher(slots, executable.packer.submitter(launch))
 
+    def xla_ffi_handler(self, executable: Executable, kernel: Kernel, properties: DeviceProperties, cube_count,
+                        cube_dim, sources: dict, ranks: dict, zeroed: list):
+        """A native XLA FFI handler launching this executable on XLA's stream (see xla_ffi.py),
+        or None where it has none."""
+        from cubepy.runtime.xla_ffi_native import ffi_failure
+
+        from .xla_ffi import build_handler
+
+        cp = _cupy()
+
+        def out_of_bounds(_detail: int) -> None:
+            record = executable.error.get()
+            executable.error.fill(0)
+            cp.cuda.get_current_stream().synchronize()
+            error = oob_error(record, executable.rendered.sites, executable.rendered.name)
+            if error is not None:
+                raise error
+        return build_handler(executable, sources, ranks, zeroed, cube_count, cube_dim,
+                             ffi_failure(kernel, out_of_bounds))
+
     @staticmethod
     def _device_copy(cp, a, mutable: bool, copy_back: list):
         """A NumPy argument moves by its type: to the device; a Mut one also back after the launch."""

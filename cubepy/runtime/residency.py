@@ -152,8 +152,9 @@ def from_dlpack(obj: Any, device: Device | str | None = None) -> Resident:
     adopt = getattr(dev.backend, "from_dlpack", None)
     if adopt is None:
         raise ArgumentTypeError(f"cb.from_dlpack: device '{dev.name}' cannot adopt {platform} memory")
+    readonly = dlpack.read_capsule(dlpack.capsule_of(obj, platform)).readonly     # the backend's array may not say
     data = adopt(obj, dev.properties)
-    return Resident(dev, data, True, tuple(data.shape), np.dtype(data.dtype))
+    return Resident(dev, data, not readonly, tuple(data.shape), np.dtype(data.dtype))
 
 
 def _device_for_host(device) -> Device:

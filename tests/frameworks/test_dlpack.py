@@ -51,8 +51,8 @@ def test_torch_memory_is_adopted_in_place_and_written_by_kernels(rng):
     torch.testing.assert_close(y, 3 * x)
 
 
-def test_jax_memory_is_adopted_read_only(rng):
-    x = jax.numpy.asarray(rng.standard_normal(64).astype(np.float32))
+def test_jax_host_memory_is_adopted_read_only(rng):
+    x = jax.device_put(rng.standard_normal(64).astype(np.float32), jax.devices("cpu")[0])
     handle = cb.from_dlpack(x)
     np.testing.assert_array_equal(handle.to_host(), np.asarray(x))
     with pytest.raises(ValueError, match="is Mut but the array passed is read-only"):

@@ -155,3 +155,43 @@ def test_small_cpu_launches_run_natively_and_large_ones_through_the_threaded_lau
         large = jnp.asarray(rng.standard_normal(100_000).astype(np.float32))
         np.testing.assert_array_equal(jax.jit(lambda v: f(v, 2.0))(large), 2 * np.asarray(large))
         assert calls                                     # 1563 cubes: the Python handler's threaded launch
+
+
+class _IRBackend:
+    """A backend that only traces: it takes CUDA device arrays, so a scalar argument in device
+    memory specializes as it does on cuda (scalar_ref)."""
+
+    name = "ir"
+    device_array_platforms = frozenset({"cuda"})
+
+    def compile(self, kernel, properties):
+        return None
+
+
+def test_the_native_cuda_handler_is_valid_code_without_a_gpu():
+    """Without a GPU, the CUDA handler's IR is built and compiled (not run) against fake addresses."""
+    from types import SimpleNamespace
+
+    from cubepy.backends.cstyle import CUDA, render
+    from cubepy.backends.cuda.xla_ffi import DRIVER_FUNCTIONS, build_handler
+
+    from cubepy.runtime.device_arrays import DeviceArray
+
+    ir_device = cb.Device("ir", {}, cb.device("interp").properties, _IRBackend())
+    x = DeviceArray(None, 1 << 32, (8,), np.dtype(np.float32), True, "cuda")
+    out = DeviceArray(None, 2 << 32, (8,), np.dtype(np.float32), False, "cuda")
+    factor = DeviceArray(None, 3 << 32, (), np.dtype(np.float32), True, "cuda")
+    fake = {name: 0x1000 + 8 * k for k, name in enumerate(DRIVER_FUNCTIONS)}
+    sources, ranks = {0: ("arg", 0), 1: ("ret", 0), 2: ("arg", 1)}, {0: 1, 1: 1, 2: 0}
+
+    def executable(compiled):
+        return SimpleNamespace(rendered=render(compiled.ir_module, CUDA), function=SimpleNamespace(ptr=0x1234),
+                               error=SimpleNamespace(data=SimpleNamespace(ptr=0x5678)))
+    by_address = scale.compile(x, out, factor, dim=64, device=ir_device)
+    assert by_address.parameters[2].kind == "scalar_ref"
+    handler = build_handler(executable(by_address), sources, ranks, [(0, 1, 4)], (1, 1, 1), (64, 1, 1),
+                            lambda *a: None, fake)
+    assert handler is not None and handler.address
+    by_value = scale.compile(x, out, 2.0, dim=64, device=ir_device)
+    assert build_handler(executable(by_value), sources, ranks, [(0, 1, 4)], (1, 1, 1), (64, 1, 1),
+                         lambda *a: None, fake) is None
