@@ -104,7 +104,7 @@ def _launch_scope(first: torch.Tensor) -> Iterator[None]:
     with ExitStack() as stack:
         stack.enter_context(use_device(dev))
         if first.is_cuda:
-            stack.enter_context(dev.stream(torch.cuda.current_stream(first.device)))
+            stack.enter_context(dev.stream(torch.cuda.current_stream(first.device).cuda_stream))
         yield
 
 
