@@ -4,7 +4,7 @@
 |-----------------|----------------------|----------------------------------|
 | default device  | CUBEPY_DEVICE        | best available: cuda, hip, opencl, cpu, interp |
 | checked mode    | CUBEPY_CHECKED       | 1 (bounds-checked kernels)       |
-| cache directory | CUBEPY_CACHE_DIR     | ~/.cache/cubepy (XDG_CACHE_HOME) |
+| cache directory | CUBEPY_CACHE_DIR     | the user cache folder (platformdirs; ~/.cache/cubepy on Linux) |
 | log level       | CUBEPY_LOG_LEVEL     | WARNING                          |
 | IR dump folder  | CUBEPY_DUMP_IR       | unset: every new specialization's IR is written there (text and pickle) |
 """
@@ -26,11 +26,14 @@ def checked_default() -> bool:
 
 
 def cache_dir() -> Path:
+    """CUBEPY_CACHE_DIR, else the platform's user cache folder (platformdirs: on Linux
+    ``$XDG_CACHE_HOME/cubepy`` or ``~/.cache/cubepy``)."""
     explicit = os.environ.get("CUBEPY_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cubepy"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("cubepy", appauthor=False))
 
 
 def log_level() -> str:

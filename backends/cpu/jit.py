@@ -1,22 +1,21 @@
 """llvmlite: target machine, optimization, object code, the on-disk cache and loading.
 
-Object code is cached in ``cubepy.settings.cache_dir()/cpu`` under the sha256 of the generated
+Object code is cached (`cubepy.runtime.disk_cache`, folder ``cpu``) under the sha256 of the generated
 LLVM IR text (which has no process-dependent ids), the llvmlite and LLVM versions, the host CPU
-name and features, and this backend's codegen version. Entries are written to a temporary file
-and renamed into place (two processes compiling at once both succeed); an entry that fails its
-checksum or does not load is compiled again.
+name and features, and this backend's codegen version: checksummed, written atomically, built once
+across processes (a file lock per entry); an entry that fails its checksum or does not load is
+compiled again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import threading
 from pathlib import Path
 
-from cubepy import settings
 from cubepy.errors import BackendUnavailableError
+from cubepy.runtime.disk_cache import DiskCache
 
 try:
     import llvmlite
@@ -26,7 +25,6 @@ except ImportError as e:  # pragma: no cover - the device reports one line
     _IMPORT_ERROR = str(e)
 
 CODEGEN_VERSION = "cpu-3"
-_MAGIC = b"CUBEPYCPU1\n"
 
 # counters a test (or a curious user) can read: how much work this process did
 stats = {"compiles": 0, "disk_hits": 0, "disk_writes": 0, "corrupt": 0}
@@ -79,44 +77,7 @@ def cache_key(llvm_ir: str) -> str:
     return h.hexdigest()
 
 
-def _cache_path(key: str) -> Path:
-    return settings.cache_dir() / "cpu" / key[:2] / f"{key}.o"
-
-
-def _read_cache(key: str) -> bytes | None:
-    path = _cache_path(key)
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if not data.startswith(_MAGIC) or len(data) < len(_MAGIC) + 64:
-        stats["corrupt"] += 1
-        return None
-    digest, payload = data[len(_MAGIC):len(_MAGIC) + 64], data[len(_MAGIC) + 64:]
-    if hashlib.sha256(payload).hexdigest().encode() != digest:
-        stats["corrupt"] += 1
-        return None
-    return payload
-
-
-def _write_cache(key: str, obj: bytes) -> None:
-    path = _cache_path(key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_MAGIC + hashlib.sha256(obj).hexdigest().encode() + obj)
-            os.replace(tmp, path)
-            stats["disk_writes"] += 1
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError:
-        pass  # a read-only or full cache directory only costs a recompile next time
+CACHE = DiskCache("cpu", ".o")
 
 
 def optimize(llvm_ir: str):
@@ -138,17 +99,18 @@ def optimize(llvm_ir: str):
 
 
 def compile_object(llvm_ir: str) -> tuple[bytes, bool]:
-    """Object code for ``llvm_ir``: (bytes, came_from_disk)."""
-    key = cache_key(llvm_ir)
-    obj = _read_cache(key)
-    if obj is not None:
+    """Object code for ``llvm_ir``: (bytes, came_from_disk); compiled once across processes."""
+    def build() -> bytes:
+        stats["compiles"] += 1
+        return init()["tm"].emit_object(optimize(llvm_ir))
+    corrupt = CACHE.stats.corrupt
+    obj, from_disk = CACHE.get_or_build(cache_key(llvm_ir), build)
+    stats["corrupt"] += CACHE.stats.corrupt - corrupt
+    if from_disk:
         stats["disk_hits"] += 1
-        return obj, True
-    mod = optimize(llvm_ir)
-    obj = init()["tm"].emit_object(mod)
-    stats["compiles"] += 1
-    _write_cache(key, obj)
-    return obj, False
+    else:
+        stats["disk_writes"] += 1
+    return obj, from_disk
 
 
 class Loaded:
@@ -174,5 +136,5 @@ def load(llvm_ir: str, symbol: str) -> tuple[Loaded, bool]:
         if not cached:
             raise
         stats["corrupt"] += 1
-        _cache_path(cache_key(llvm_ir)).unlink(missing_ok=True)
+        CACHE.discard(cache_key(llvm_ir))
         return load(llvm_ir, symbol)

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from cubepy import settings
 from cubepy.errors import ArgumentTypeError, ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime import dlpack
@@ -32,6 +31,7 @@ from cubepy.runtime.device_arrays import (
     NotContiguous,
     register_device_array,
 )
+from cubepy.runtime.disk_cache import DiskCache
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
 from cubepy.runtime.residency import note_download, note_upload
@@ -48,8 +48,11 @@ def _cupy():
     return cupy
 
 
+CACHE = DiskCache("cuda", ".cubin")
+
+
 def cache_dir() -> Path:
-    return settings.cache_dir() / "cuda"
+    return CACHE.root
 
 
 @dataclass(eq=False)
@@ -61,6 +64,7 @@ class Executable:
     packer: ArgPacker
     slots: tuple                        # the parameters a launch fills: see parameter_slots
     error: Any = None                   # cupy int32 array, the error record
+    from_disk: bool = False             # loaded from the disk cache, not compiled
 
 
 def _c_contiguous(a) -> bool:
@@ -145,7 +149,7 @@ class CudaBackend:
                        *CUDA.fp_flags[kernel.fastmath])
             version = str(cp.cuda.runtime.runtimeGetVersion())
             key = hashlib.sha256("\0".join((rendered.source, arch, version, *options)).encode()).hexdigest()
-            module = self._load(cp, rendered, options, key)
+            module, from_disk = self._load(cp, rendered, options, key)
             try:
                 function = module.get_function(rendered.name)
             except Exception as e:
@@ -158,35 +162,28 @@ class CudaBackend:
             constants = {k: error.data.ptr for k, slot in enumerate(rendered.args) if slot.kind == "error"}
             packer = ArgPacker(parameter_codes(rendered), constants, on_new_thread=lambda: cp.cuda.runtime.free(0))
             function = getattr(function, "kernel", function)    # the driver-level cupy.cuda.Function
-        return Executable(rendered, function, module, index, packer, parameter_slots(rendered), error)
+        return Executable(rendered, function, module, index, packer, parameter_slots(rendered), error, from_disk)
 
     def _load(self, cp, rendered: Rendered, options, key: str):
-        """The module from our on-disk cubin cache; NVRTC on a miss; CuPy's RawModule as a fallback."""
-        path = cache_dir() / f"{key}.cubin"
-        if path.exists():
-            try:
-                return cp.RawModule(path=str(path))
-            except Exception:
-                path.unlink(missing_ok=True)
+        """``(module, from_disk)``: the cubin from the disk cache, NVRTC on a miss (once across
+        processes); CuPy's RawModule as a fallback where CuPy's NVRTC bindings are missing."""
         try:
-            from cupy_backends.cuda.libs import nvrtc
-
-            prog = nvrtc.createProgram(rendered.source, f"{rendered.name}.cu", [], [])
+            cubin, from_disk = CACHE.get_or_build(key, lambda: _nvrtc_cubin(cp, rendered, options))
+        except _NvrtcMissing:
             try:
-                nvrtc.compileProgram(prog, list(options) + _include_options(cp))
-                cubin = nvrtc.getCUBIN(prog)
-            finally:
-                nvrtc.destroyProgram(prog)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(cubin)
-            os.replace(tmp, path)
-            return cp.RawModule(path=str(path))
-        except Exception:       # let CuPy compile it (its own cache, its own include paths)
-            try:
-                return cp.RawModule(code=rendered.source, options=tuple(o for o in options if "architecture" not in o))
+                kept = tuple(o for o in options if "architecture" not in o)
+                return cp.RawModule(code=rendered.source, options=kept), False
             except Exception as e:
                 raise CompileError(f"NVRTC rejected the generated CUDA code: {e}", rendered.name) from None
+        module = cp.cuda.function.Module()
+        try:
+            module.load(cubin)
+        except Exception:
+            if not from_disk:
+                raise
+            CACHE.discard(key)                  # an entry this driver cannot load: build it again
+            return self._load(cp, rendered, options, key)
+        return module, from_disk
 
     def source(self, kernel: Kernel, executable: Executable | None, properties: DeviceProperties, form: str) -> str:
         return executable.rendered.source if executable is not None else self.render(kernel).source
@@ -401,6 +398,32 @@ class CudaEvent:
         not_recorded(not (self._recorded and start._recorded))
         self._event.synchronize()
         return float(self._cp.cuda.get_elapsed_time(start._event, self._event))
+
+
+class _NvrtcMissing(Exception):
+    """CuPy without its NVRTC bindings: CuPy compiles the kernel its own way."""
+
+
+def _nvrtc_cubin(cp, rendered: Rendered, options) -> bytes:
+    """Compile with NVRTC to a cubin; raises CompileError with NVRTC's log."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+    except ImportError:
+        raise _NvrtcMissing() from None
+    prog = nvrtc.createProgram(rendered.source, f"{rendered.name}.cu", [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, list(options) + _include_options(cp))
+        except Exception as e:
+            log = ""
+            try:
+                log = nvrtc.getProgramLog(prog)
+            except Exception:
+                pass
+            raise CompileError(f"NVRTC rejected the generated CUDA code: {e}\n{log}".rstrip(), rendered.name) from None
+        return nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
 
 
 def _include_options(cp) -> list[str]:

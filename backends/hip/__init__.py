@@ -3,7 +3,8 @@
 - probe: the device's gfx architecture (``gcnArchName``) and wavefront size (64 on CDNA, 32 on
   RDNA); planes are whole wavefronts and ballots are 64-bit on both.
 - compile: hiprtc with ``--offload-arch=<gfx>``; code objects are kept on disk under
-  ``$CUBEPY_CACHE_DIR/hip`` keyed by sha256 of source, architecture and HIP version.
+  ``$CUBEPY_CACHE_DIR/hip`` (`cubepy.runtime.disk_cache`: checksummed, built once across processes)
+  keyed by sha256 of source, architecture, HIP version and options.
 - launch: ``hipModuleLaunchKernel``. NumPy arrays move by type (Array: to the device; Mut: there
   and back, into the same array); objects with ``__cuda_array_interface__`` (hip-python device
   arrays, ROCm torch tensors) are used in place.
@@ -16,15 +17,14 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cubepy import settings
 from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
 from cubepy.ir.nodes import Kernel
+from cubepy.runtime.disk_cache import DiskCache
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
 from cubepy.runtime.residency import note_download, note_upload
@@ -63,6 +63,10 @@ class Executable:
     function: Any
     device_index: int
     error: Any = None          # device pointer to the error record
+    from_disk: bool = False    # loaded from the disk cache, not compiled
+
+
+CACHE = DiskCache("hip", ".hsaco")
 
 
 class HipBackend:
@@ -109,11 +113,7 @@ class HipBackend:
         version = str(_check(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
         fp_flags = HIP.fp_flags[kernel.fastmath]
         key = hashlib.sha256("\0".join((rendered.source, arch, version, *fp_flags)).encode()).hexdigest()
-        root = settings.cache_dir() / "hip"
-        path = root / f"{key}.hsaco"
-        if path.exists():
-            code = path.read_bytes()
-        else:
+        def build() -> bytes:
             prog = _check(hiprtc.hiprtcCreateProgram(rendered.source.encode(), f"{rendered.name}.hip".encode(),
                                                      0, [], []), "hiprtcCreateProgram")
             opts = [f"--offload-arch={arch}".encode(), b"-O3", b"-std=c++17", *(f.encode() for f in fp_flags)]
@@ -128,15 +128,12 @@ class HipBackend:
             buf = bytearray(size)
             _check(hiprtc.hiprtcGetCode(prog, buf), "hiprtcGetCode")
             hiprtc.hiprtcDestroyProgram(prog.createRef())
-            code = bytes(buf)
-            root.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(code)
-            os.replace(tmp, path)
+            return bytes(buf)
+        code, from_disk = CACHE.get_or_build(key, build)
         _check(hip.hipSetDevice(index), "hipSetDevice")
         module = _check(hip.hipModuleLoadData(code), "hipModuleLoadData")
         function = _check(hip.hipModuleGetFunction(module, rendered.name.encode()), "hipModuleGetFunction")
-        exe = Executable(rendered, module, function, index)
+        exe = Executable(rendered, module, function, index, from_disk=from_disk)
         if rendered.sites:
             rec = empty_record()
             exe.error = _check(hip.hipMalloc(rec.nbytes), "hipMalloc")

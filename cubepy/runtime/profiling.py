@@ -30,6 +30,7 @@ class KernelStats:
     kernel_ms: float = 0.0
     compiles: int = 0
     compile_ms: float = 0.0
+    disk_loads: int = 0          # specializations whose compiled code came from the disk cache
     h2d_count: int = 0
     h2d_bytes: int = 0
     d2h_count: int = 0
@@ -58,13 +59,14 @@ class Profile:
 
     def table(self) -> str:
         """The statistics as a text table, one row per kernel."""
-        head = ("kernel", "launches", "kernel ms", "ms/launch", "compiles", "compile ms", "H2D", "H2D MB", "D2H",
-                "D2H MB", "syncs")
+        head = ("kernel", "launches", "kernel ms", "ms/launch", "compiles", "disk loads", "compile ms", "H2D", "H2D MB",
+                "D2H", "D2H MB", "syncs")
         rows = [head]
         for name, s in sorted(self.kernels.items()):
             per = s.kernel_ms / s.launches if s.launches else math.nan
             rows.append((name, str(s.launches), f"{s.kernel_ms:.3f}", f"{per:.4f}" if s.launches else "-",
-                         str(s.compiles), f"{s.compile_ms:.1f}", str(s.h2d_count), f"{s.h2d_bytes / 1e6:.3f}",
+                         str(s.compiles), str(s.disk_loads), f"{s.compile_ms:.1f}", str(s.h2d_count),
+                         f"{s.h2d_bytes / 1e6:.3f}",
                          str(s.d2h_count), f"{s.d2h_bytes / 1e6:.3f}", str(s.syncs)))
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
         lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
@@ -88,6 +90,24 @@ def profile() -> Iterator[Profile]:
         p.finish()
 
 
+# What this process compiled, for the life of the process (`cubepy.compile_stats`).
+TOTALS = {"traces": 0, "compiles": 0, "disk_loads": 0}
+
+
+def compile_stats() -> dict:
+    """Counts for this process: ``traces`` (kernels traced to IR), ``compiles`` (specializations
+    compiled by a backend) and ``disk_loads`` (specializations whose compiled code came from the
+    disk cache). A second wave of tasks on a warm worker adds nothing to any of them.
+
+    Example::
+
+        before = cb.compile_stats()
+        saxpy[count, dim](x, y, 2.0)
+        cb.compile_stats()["compiles"] - before["compiles"]    # 0 if it was compiled before
+    """
+    return dict(TOTALS)
+
+
 def record(name: str, **counts: Any) -> None:
     """Add ``counts`` (fields of `KernelStats`) to ``name``'s statistics in every active profile."""
     for p in ACTIVE:
@@ -103,4 +123,4 @@ def record_launch(name: str, start, stop) -> None:
         p._timings.append((name, start, stop))
 
 
-__all__ = ["ACTIVE", "KernelStats", "Profile", "profile", "record", "record_launch"]
+__all__ = ["ACTIVE", "TOTALS", "KernelStats", "Profile", "compile_stats", "profile", "record", "record_launch"]
