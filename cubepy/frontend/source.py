@@ -32,19 +32,55 @@ class FunctionSource:
         return SourceLoc(self.filename, line + self.first_line - 1, col, end_col, text.rstrip("\n"))
 
 
+@dataclass(frozen=True)
+class SourceText:
+    """A function's source as written: its lines, file and first line (captured when a kernel or
+    helper is decorated, so later changes of the file, or a copy of the function without a
+    file, as on a cluster's workers, do not matter)."""
+
+    lines: tuple[str, ...]
+    filename: str
+    first_line: int
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
 _cache: dict[Any, FunctionSource] = {}
+_texts: dict[Any, SourceText] = {}
+
+
+def capture_source(fn) -> SourceText | None:
+    """``fn``'s source text, or None where Python keeps none (an interactive prompt without a
+    source cache). Registered for `function_source`."""
+    try:
+        lines, first_line = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None
+    found = SourceText(tuple(lines), inspect.getsourcefile(fn) or "<unknown>", first_line)
+    _texts[fn] = found
+    return found
+
+
+def register_source(fn, text: SourceText) -> None:
+    """Make ``text`` the source `function_source` parses for ``fn`` (a function rebuilt from it)."""
+    _texts[fn] = text
+    _cache.pop(fn, None)
 
 
 def function_source(fn) -> FunctionSource:
-    """Parse ``fn``'s source (cached per function object)."""
+    """Parse ``fn``'s source (cached per function object): the text captured or registered for
+    it, else what ``inspect`` finds now."""
     cached = _cache.get(fn)
     if cached is not None:
         return cached
-    try:
-        lines, first_line = inspect.getsourcelines(fn)
-    except (OSError, TypeError) as e:
-        raise TypeError(f"cubepy needs the source of {getattr(fn, '__qualname__', fn)!r} to compile it "
-                        f"(define it in a file, not in an interactive prompt without source): {e}") from None
+    text = _texts.get(fn) or capture_source(fn)
+    if text is None:
+        raise TypeError(f"cubepy needs the source of {getattr(fn, '__qualname__', fn)!r} to compile it, and Python "
+                        "kept none (an interactive prompt without a source cache); define it in a file, a notebook "
+                        "cell, or exec() code registered in linecache")
+    lines, first_line = list(text.lines), text.first_line
     raw = "".join(lines)
     dedented = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
@@ -52,8 +88,7 @@ def function_source(fn) -> FunctionSource:
     tree = module.body[0]
     if not isinstance(tree, ast.FunctionDef):
         raise TypeError(f"{fn!r} is not a plain function definition")
-    filename = inspect.getsourcefile(fn) or "<unknown>"
     digest = hashlib.sha256(raw.encode()).hexdigest()
-    result = FunctionSource(fn, tree, filename, first_line, indent, [ln.rstrip("\n") for ln in lines], digest)
+    result = FunctionSource(fn, tree, text.filename, first_line, indent, [ln.rstrip("\n") for ln in lines], digest)
     _cache[fn] = result
     return result
