@@ -37,7 +37,7 @@ from .lang.types import Array, Comptime, Mut, Region, lines
 from .runtime.devices import Device, current_device, device, devices, set_device, use_device
 from .runtime.graph_breaks import watch as _watch_torch_compile
 from .runtime.kernel import CubeFunction, KernelFunction, func, kernel
-from .runtime.profiling import profile
+from .runtime.profiling import compile_stats, profile
 from .runtime.properties import DeviceProperties
 from .runtime.residency import Resident, TransferWarning, from_dlpack, preload, preload_mut
 from .runtime.topology import CubeCount, CubeDim
@@ -55,8 +55,8 @@ __all__ = [
     "CubeCount", "CubeDim", "CubeError", "CubeFunction", "CubeIndexError", "CubeNameError", "CubeSyntaxError",
     "CubeTypeError", "CubeValueError", "DType", "Device", "DeviceProperties", "DivergenceError", "KernelFunction",
     "LaunchError", "Linear1D", "Mut", "OutOfBoundsError", "Partitioning", "RaceError", "Region", "Resident",
-    "Strided1D", "Tile2D", "TransferWarning", "UnsafePartitioning", "bf16", "bool_", "current_device", "device",
-    "devices", "f16", "f32", "f64", "from_dlpack", "func", "i8", "i16", "i32", "i64", "kernel", "lines", "preload",
-    "preload_mut", "profile", "set_device", "u8", "u16", "u32", "u64", "use_device", "verify_partitioning",
-    *_BUILTINS, *_INTRINSICS,
+    "Strided1D", "Tile2D", "TransferWarning", "UnsafePartitioning", "bf16", "bool_", "compile_stats",
+    "current_device", "device", "devices", "f16", "f32", "f64", "from_dlpack", "func", "i8", "i16", "i32", "i64",
+    "kernel", "lines", "preload", "preload_mut", "profile", "set_device", "u8", "u16", "u32", "u64", "use_device",
+    "verify_partitioning", *_BUILTINS, *_INTRINSICS,
 ]

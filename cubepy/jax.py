@@ -9,11 +9,13 @@
 `jax_kernel` turns a kernel into a function of its inputs (the parameters that are not
 ``outputs``; ``Comptime`` values given as plain Python values) that returns its results: the
 ``outputs`` (new arrays, zero-filled before the launch) and the ``in_out`` parameters (their input
-values, updated), in parameter order. Two ways to run inside a traced program:
+values, updated), in parameter order (`cubepy.runtime.kernel_io`). Two ways to run inside a
+traced program:
 
-- ``method="ffi"`` (the default): an XLA custom call (``jax.ffi.ffi_call``) whose handler reads
-  XLA's buffers in place and launches the compiled kernel on them: on the CPU on XLA's host
-  buffers, on CUDA on its device buffers and its stream. No copy, no C compiler.
+- ``method="ffi"`` (the default): an XLA custom call (``jax.ffi.ffi_call``). Its handler is native
+  code where the device's backend offers one (the CPU backend calls the kernel's entry on XLA's
+  buffers; the CUDA backend calls ``cuLaunchKernel`` on XLA's stream), else a Python handler that
+  views the buffers in place and launches the compiled kernel. No copies, no C compiler.
 - ``method="callback"``: ``jax.pure_callback``, through host memory, on any cubepy device.
 
 ``vmap`` maps sequentially (one launch per element of the batch), which is right for every
@@ -34,13 +36,12 @@ import numpy as np
 import cubepy as cb
 
 from .errors import ArgumentTypeError
-from .ir.types import DType
-from .lang.types import Array, ArraySpec, ComptimeSpec, Mut, RegionSpec
+from .lang.types import Array, Mut
 from .runtime import xla_ffi
 from .runtime.device_arrays import DeviceArray
 from .runtime.devices import Device, current_device
 from .runtime.devices import device as get_device
-from .runtime.kernel import KernelFunction
+from .runtime.kernel_io import KernelIO, launch_size
 from .runtime.topology import topology
 
 __all__ = ["JaxKernel", "jax_kernel"]
@@ -48,7 +49,7 @@ __all__ = ["JaxKernel", "jax_kernel"]
 _names = itertools.count()
 
 
-def jax_kernel(kernel: KernelFunction, outputs: Sequence[str] = ("out",), *, count: Any, dim: Any,
+def jax_kernel(kernel: Any, outputs: Sequence[str] = ("out",), *, count: Any, dim: Any,
                in_out: Sequence[str] = (), out_shapes: dict[str, Any] | None = None,
                device: Device | str | None = None, method: str = "ffi",
                vmap_method: str = "sequential") -> JaxKernel:
@@ -59,162 +60,93 @@ def jax_kernel(kernel: KernelFunction, outputs: Sequence[str] = ("out",), *, cou
     output name to a ``jax.ShapeDtypeStruct`` (or a callable of the input shapes giving one);
     by default an output has the first array input's shape and its annotated dtype (else the
     first input's). ``device`` is the cubepy device for ``method="callback"`` (default: the
-    current device); the FFI path runs where XLA runs the program.
+    current device) and for the CPU's FFI handler; on a GPU the FFI path runs where XLA runs.
     """
-    return JaxKernel(kernel, tuple(outputs), tuple(in_out), count, dim, dict(out_shapes or {}), device, method,
+    return JaxKernel(KernelIO(kernel, outputs, in_out, "jax_kernel", out_shapes), count, dim, device, method,
                      vmap_method)
 
 
 class JaxKernel:
     """A kernel as a JAX function (made by `jax_kernel`): call it with the kernel's inputs."""
 
-    def __init__(self, kernel, outputs, in_out, count, dim, out_shapes, device, method, vmap_method):
-        if not isinstance(kernel, KernelFunction):
-            raise ArgumentTypeError(f"jax_kernel takes a @cb.kernel, got {type(kernel).__name__}")
+    def __init__(self, io: KernelIO, count, dim, device, method, vmap_method):
         if method not in ("ffi", "callback"):
-            raise ArgumentTypeError(f"jax_kernel: method must be 'ffi' or 'callback', got {method!r}", kernel.__name__)
-        sig = kernel.signature
-        self.kernel, self.name = kernel, kernel.__name__
-        self.names, self.annotations = sig.names, sig.annotations
-        for n in (*outputs, *in_out):
-            if n not in self.names or not self._writable(self.names.index(n)):
-                raise ArgumentTypeError(f"jax_kernel: '{n}' is not a Mut array parameter of the kernel "
-                                        f"(parameters: {', '.join(self.names)})", self.name)
-        for n in out_shapes:
-            if n not in outputs:
-                raise ArgumentTypeError(f"jax_kernel: out_shapes names '{n}', which is not in outputs", self.name)
-        self.outputs, self.in_out, self.out_shapes = outputs, in_out, out_shapes
+            raise ArgumentTypeError(f"jax_kernel: method must be 'ffi' or 'callback', got {method!r}", io.name)
+        self.io, self.kernel, self.name = io, io.kernel, io.name
         self.count, self.dim, self.device, self.method, self.vmap_method = count, dim, device, method, vmap_method
-        self.inputs = tuple(n for n in self.names if n not in outputs)
-        self.results = tuple(n for n in self.names if n in outputs or n in in_out)
         self._targets: dict[tuple, str] = {}
-        self._handlers: list = []             # ctypes handlers XLA may call: kept alive with this object
+        self._handlers: list = []             # handlers XLA may call: kept alive with this object
 
     def __repr__(self) -> str:
-        return f"<cubepy.jax kernel {self.name}({', '.join(self.inputs)}) -> ({', '.join(self.results)})>"
+        return f"<cubepy.jax kernel {self.name}({', '.join(self.io.inputs)}) -> ({', '.join(self.io.results)})>"
 
     # --- the traced call ----------------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
-        values = self._bind(args, kwargs)
-        operands, statics = [], {}
-        for name, value in zip(self.inputs, values):
-            ann = self.annotations[self.names.index(name)]
-            if isinstance(ann, ComptimeSpec):
+        io = self.io
+        values = io.bind(args, kwargs)
+        statics, operands = {}, []
+        for name, value in zip(io.inputs, values):
+            if io.is_comptime(name):
+                if isinstance(value, jax.core.Tracer):
+                    raise ArgumentTypeError(f"Comptime parameter '{name}' needs a Python value, not a traced JAX "
+                                            "value (mark it static: jax.jit(..., static_argnums=...))", self.name)
                 statics[name] = value
-            elif isinstance(ann, DType):
-                operands.append(jnp.asarray(value, dtype=np.dtype(ann.numpy_name)))
+            elif io.is_scalar(name):
+                operands.append(jnp.asarray(value, dtype=np.dtype(io.annotation(name).numpy_name)))
             else:
                 operands.append(jnp.asarray(value))
-        arrays = [op for name, op in zip((n for n in self.inputs if n not in statics), operands)
-                  if not isinstance(self.annotations[self.names.index(name)], DType)]
+        by_name = dict(zip(io.operand_names(statics), operands))
+        arrays = [v for n, v in by_name.items() if not io.is_scalar(n)]
+        results = [_shape_dtype(io.result_shape(n, arrays, by_name)) for n in io.results]
         shapes = tuple(tuple(a.shape) for a in arrays)
-        results = [self._result_type(name, arrays, shapes, operands) for name in self.results]
-        count, dim = _launch_size(self.count, shapes), _launch_size(self.dim, shapes)
+        count, dim = launch_size(self.count, shapes), launch_size(self.dim, shapes)
         frozen = tuple(sorted(statics.items()))
         if self.method == "callback":
             out = jax.pure_callback(self._host_callback(count, dim, frozen), results, *operands,
                                     vmap_method=self.vmap_method)
         else:
-            aliases = {self._operand_index(n, statics): self.results.index(n) for n in self.in_out}
+            names = io.operand_names(statics)
+            aliases = {names.index(n): io.results.index(n) for n in io.in_out}
             kinds = (tuple((np.dtype(o.dtype), o.ndim) for o in operands),
                      tuple((np.dtype(r.dtype), len(r.shape)) for r in results))
-            target = self._target(count, dim, frozen, kinds)
-            out = jax.ffi.ffi_call(target, results, vmap_method=self.vmap_method,
+            out = jax.ffi.ffi_call(self._target(count, dim, frozen, kinds), results, vmap_method=self.vmap_method,
                                    input_output_aliases=aliases or None)(*operands)
         out = tuple(out)
         return out[0] if len(out) == 1 else out
 
-    def _bind(self, args: tuple, kwargs: dict) -> list:
-        if len(args) > len(self.inputs):
-            raise ArgumentTypeError(f"takes {len(self.inputs)} inputs ({', '.join(self.inputs)}) but {len(args)} "
-                                    "were given", self.name)
-        values = list(args)
-        for name in self.inputs[len(args):]:
-            if name not in kwargs:
-                raise ArgumentTypeError(f"missing input '{name}' (inputs: {', '.join(self.inputs)})", self.name)
-            values.append(kwargs.pop(name))
-        if kwargs:
-            raise ArgumentTypeError(f"unexpected input(s) {', '.join(kwargs)}", self.name)
-        for name, value in zip(self.inputs, values):
-            comptime = isinstance(self.annotations[self.names.index(name)], ComptimeSpec)
-            if comptime and isinstance(value, jax.core.Tracer):
-                raise ArgumentTypeError(f"Comptime parameter '{name}' needs a Python value, not a traced JAX value "
-                                        "(mark it static: jax.jit(..., static_argnums=...))", self.name)
-        return values
-
-    def _result_type(self, name: str, arrays: list, shapes: tuple, operands: list) -> jax.ShapeDtypeStruct:
-        if name in self.in_out:
-            source = operands[self._operand_index(name, {})]
-            return jax.ShapeDtypeStruct(source.shape, source.dtype)
-        given = self.out_shapes.get(name)
-        if given is not None:
-            given = given(*shapes) if callable(given) else given
-            return given if isinstance(given, jax.ShapeDtypeStruct) else jax.ShapeDtypeStruct(*given)
-        if not arrays:
-            raise ArgumentTypeError(f"output '{name}' needs out_shapes=: the kernel has no array input to take its "
-                                    "shape from", self.name)
-        ann = self.annotations[self.names.index(name)]
-        dtype = ann.dtype if isinstance(ann, (ArraySpec, RegionSpec)) else None
-        return jax.ShapeDtypeStruct(arrays[0].shape, np.dtype(dtype.numpy_name) if dtype else arrays[0].dtype)
-
-    def _operand_index(self, name: str, statics: dict) -> int:
-        return [n for n in self.inputs if n not in statics].index(name)
-
-    def _writable(self, index: int) -> bool:
-        ann = self.annotations[index]
-        return isinstance(ann, RegionSpec) or isinstance(ann, ArraySpec) and ann.mutable
-
-    # --- launching on concrete buffers -----------------------------------------------------
-
-    def _arguments(self, inputs: list, results: list, statics: tuple) -> list:
-        """The kernel's arguments in parameter order, from operand and result arrays."""
-        fixed, operands, outs = dict(statics), iter(inputs), dict(zip(self.results, results))
-        args = []
-        for name, ann in zip(self.names, self.annotations):
-            if name in fixed:
-                args.append(fixed[name])
-            elif name in self.outputs:
-                args.append(outs[name])
-            else:
-                value = next(operands)
-                if name in self.in_out:
-                    value = outs[name]             # the result buffer holds the input's values
-                elif isinstance(ann, DType):
-                    value = value.item() if hasattr(value, "item") else value
-                args.append(value)
-        return args
+    # --- pure_callback ----------------------------------------------------------------------
 
     def _host_callback(self, count, dim, statics: tuple) -> Callable:
+        io, fixed = self.io, dict(statics)
+
         def callback(*inputs):
+            inputs = [np.asarray(v) for v in inputs]      # the callback may get JAX arrays
+            by_name = dict(zip(io.operand_names(fixed), inputs))
+            arrays = [v for n, v in by_name.items() if not io.is_scalar(n)]
             results = []
-            for name in self.results:
-                if name in self.in_out:
-                    results.append(np.array(inputs[self._operand_index(name, dict(statics))]))
+            for name in io.results:
+                if name in io.in_out:
+                    results.append(np.array(by_name[name]))
                 else:
-                    results.append(None)
-            dev = self._host_device()
-            shapes = self._callback_result_types(inputs, statics)
-            results = [r if r is not None else np.zeros(s.shape, s.dtype) for r, s in zip(results, shapes)]
-            self.kernel[count, dim](*self._arguments(list(inputs), results, statics), device=dev)
+                    shape, dtype = _as_pair(io.result_shape(name, arrays, by_name))
+                    results.append(np.zeros(shape, dtype))
+            dev = self._chosen_device() or current_device()
+            self.kernel[count, dim](*io.arguments(inputs, results, fixed), device=dev)
             dev.synchronize()
             return tuple(results)
         return callback
 
-    def _callback_result_types(self, inputs, statics) -> list:
-        arrays = [np.asarray(v) for n, v in zip((n for n in self.inputs if n not in dict(statics)), inputs)
-                  if not isinstance(self.annotations[self.names.index(n)], DType)]
-        shapes = tuple(a.shape for a in arrays)
-        return [self._result_type(n, arrays, shapes, list(inputs)) for n in self.results]
-
-    def _host_device(self) -> Device:
+    def _chosen_device(self) -> Device | None:
         if self.device is None:
-            return current_device()
+            return None
         return get_device(self.device) if isinstance(self.device, str) else self.device
+
+    # --- the XLA FFI --------------------------------------------------------------------------
 
     def _target(self, count, dim, statics: tuple, kinds: tuple) -> str:
         """The XLA FFI target for this launch shape, these Comptime values and these operand and
-        result kinds (registered once): on the CPU a native handler where the backend offers one."""
+        result kinds (registered once): native where the device's backend offers a handler."""
         key = (count, dim, statics, kinds)
         found = self._targets.get(key)
         if found is None:
@@ -222,7 +154,7 @@ class JaxKernel:
             for platform, with_stream in _platforms():
                 handler = self._native_handler(count, dim, statics, kinds, platform)
                 if handler is None:
-                    handler = xla_ffi.make_handler(self._ffi_run(count, dim, statics, platform), with_stream)
+                    handler = xla_ffi.make_handler(self._python_handler(count, dim, statics, platform), with_stream)
                     capsule = jax.ffi.pycapsule(handler)
                 else:
                     capsule = jax.ffi.pycapsule(ctypes.cast(handler.address, xla_ffi.HANDLER))
@@ -231,64 +163,73 @@ class JaxKernel:
             self._targets[key] = found
         return found
 
+    def _platform_device(self, platform: str) -> Device:
+        if platform == "CUDA":
+            return get_device("cuda")
+        chosen = self._chosen_device()
+        if chosen is not None and chosen.host_memory:
+            return chosen
+        dev = current_device()
+        return dev if dev.host_memory else get_device("cpu")
+
     def _native_handler(self, count, dim, statics: tuple, kinds: tuple, platform: str):
         """The device's native handler for this target, or None (the Python handler then)."""
-        on_cuda = platform == "CUDA"
-        dev = get_device("cuda") if on_cuda else _host_ffi_device(self.device)
+        io, fixed = self.io, dict(statics)
+        dev = self._platform_device(platform)
         make = getattr(dev.backend, "xla_ffi_handler", None)
         if make is None:
             return None
         operand_kinds, result_kinds = kinds
-        fixed = dict(statics)
-        if on_cuda:         # arrays of the right kinds at distinct fake addresses (nothing is read)
-            examples = [DeviceArray(None, (k + 1) << 32, (1,) * ndim, dtype, True, "cuda")
+        if platform == "CUDA":   # arrays of the right kinds at distinct fake addresses (nothing is read)
+            operands = [DeviceArray(None, (k + 1) << 32, (1,) * ndim, dtype, True, "cuda")
                         for k, (dtype, ndim) in enumerate(operand_kinds)]
             results = [DeviceArray(None, (k + 1) << 40, (1,) * ndim, dtype, False, "cuda")
                        for k, (dtype, ndim) in enumerate(result_kinds)]
-            args = examples
         else:
-            examples = [np.zeros((1,) * ndim, dtype) for dtype, ndim in operand_kinds]
+            operands = [np.zeros((1,) * ndim, dtype) for dtype, ndim in operand_kinds]
             results = [np.zeros((1,) * ndim, dtype) for dtype, ndim in result_kinds]
-            args = [a[()] if isinstance(self.annotations[self.names.index(n)], DType) else a
-                    for n, a in zip((n for n in self.inputs if n not in fixed), examples)]
-        compiled = self.kernel.compile(*self._arguments(args, results, statics), dim=dim, device=dev)
+        compiled = self.kernel.compile(*io.arguments(operands, results, fixed), dim=dim, device=dev)
         count_t = topology(count, "CubeCount", self.name)
         compiled.check_count(count_t)
-        operand_names = [n for n in self.inputs if n not in fixed]
-        sources = {}
-        for position, name in enumerate(n for n in self.names if n not in fixed):
-            sources[position] = ("ret", self.results.index(name)) if name in self.results else \
-                ("arg", operand_names.index(name))
+        names = io.operand_names(fixed)
+        sources, ranks = {}, {}
+        for position, name in enumerate(n for n in io.names if n not in fixed):
+            kind, index = ("ret", io.results.index(name)) if name in io.results else ("arg", names.index(name))
+            sources[position] = (kind, index)
+            ranks[position] = (result_kinds if kind == "ret" else operand_kinds)[index][1]
         zeroed = [(i, ndim, np.dtype(dtype).itemsize) for i, (name, (dtype, ndim)) in
-                  enumerate(zip(self.results, result_kinds)) if name not in self.in_out]
-        ranks = {position: (result_kinds[index][1] if kind == "ret" else operand_kinds[index][1])
-                 for position, (kind, index) in sources.items()}
+                  enumerate(zip(io.results, result_kinds)) if name not in io.in_out]
         return make(compiled.executable, compiled.ir_module, dev.properties, count_t, compiled.cube_dim, sources,
                     ranks, zeroed)
 
-    def _ffi_run(self, count, dim, statics: tuple, platform: str) -> Callable:
-        on_cuda = platform == "CUDA"
-        launchers: dict = {}
+    def _python_handler(self, count, dim, statics: tuple, platform: str) -> Callable:
+        on_cuda, io, fixed = platform == "CUDA", self.io, dict(statics)
+        launch = self.kernel[count, dim]
 
         def run(args: list[xla_ffi.Buffer], rets: list[xla_ffi.Buffer], stream: int | None) -> None:
-            inputs = [_view(b, on_cuda, True) for b in args]
+            dev = self._platform_device(platform)
             results = [_view(b, on_cuda, False) for b in rets]
-            dev = get_device("cuda") if on_cuda else _host_ffi_device(self.device)
-            for name, r in zip(self.results, results):
-                if name not in self.in_out:
+            for name, r in zip(io.results, results):
+                if name not in io.in_out:
                     _zero(r, dev, stream)
-            arguments = [a.item() if isinstance(a, np.ndarray) and a.ndim == 0 else a
-                         for a in self._arguments(inputs, results, statics)]
-            launch = launchers.get(id(dev))
-            if launch is None:
-                launch = launchers[id(dev)] = self.kernel[count, dim]
+            arguments = io.arguments([_view(b, on_cuda, True) for b in args], results, fixed)
             if on_cuda:
                 with dev.stream(stream):
                     launch(*arguments, device=dev)
             else:
                 launch(*arguments, device=dev)
-                dev.synchronize()
+            dev.synchronize()        # on CUDA, a checked kernel's errors belong to this call
         return run
+
+
+def _shape_dtype(value) -> jax.ShapeDtypeStruct:
+    return value if isinstance(value, jax.ShapeDtypeStruct) else jax.ShapeDtypeStruct(*_as_pair(value))
+
+
+def _as_pair(value) -> tuple:
+    if isinstance(value, jax.ShapeDtypeStruct):
+        return tuple(value.shape), np.dtype(value.dtype)
+    return tuple(value[0]), np.dtype(value[1])
 
 
 def _platforms() -> list[tuple[str, bool]]:
@@ -300,15 +241,6 @@ def _platforms() -> list[tuple[str, bool]]:
     except RuntimeError:
         pass
     return found
-
-
-def _host_ffi_device(device) -> Device:
-    if device is not None:
-        dev = get_device(device) if isinstance(device, str) else device
-        if dev.host_memory:
-            return dev
-    dev = current_device()
-    return dev if dev.host_memory else get_device("cpu")
 
 
 class _HostBuffer:
@@ -335,10 +267,6 @@ def _zero(result, dev: Device, stream) -> None:
         flat = DeviceArray(None, result.ptr, (result.nbytes // word.itemsize,), word, False, "cuda")
         with dev.stream(stream):
             _zero_fill[(flat.size + 255) // 256, 256](flat, device=dev)
-
-
-def _launch_size(value, shapes: tuple):
-    return value(*shapes) if callable(value) else value
 
 
 @cb.kernel(checked=False)

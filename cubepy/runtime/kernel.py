@@ -9,12 +9,13 @@ from typing import Any
 
 from .. import settings
 from ..errors import ArgumentTypeError, ArgumentValueError, LaunchError, caller_loc
-from ..frontend.source import function_source
+from ..frontend.source import capture_source, function_source
 from ..frontend.spec import KernelSpec
 from ..frontend.trace import trace_kernel
 from ..ir.nodes import Kernel
 from ..ir.printer import print_kernel
 from ..lang.types import LinesArg
+from . import pickling
 from .args import Signature, bind_arguments, make_binder, match_arguments, quick_key, read_signature
 from .compiled import CompiledKernel
 from .device_arrays import DeviceArray
@@ -23,7 +24,7 @@ from .devices import device as get_device
 from .fake_launches import SKIPPING, skipped
 from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES
-from .profiling import record
+from .profiling import TOTALS, record
 from .topology import check_limits, topology
 
 
@@ -100,10 +101,11 @@ class KernelFunction:
         if fastmath not in (None, "algebraic"):
             raise ValueError(f"fastmath must be None or 'algebraic', got {fastmath!r}")
         self.fn = fn
-        self.__name__ = fn.__name__
+        self.__name__, self.__qualname__, self.__module__ = fn.__name__, fn.__qualname__, fn.__module__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         self.__cubepy_kernel__ = self
+        self.source_text = capture_source(fn)       # the source as decorated (None where Python keeps none)
         self.checked = checked
         self.fastmath = fastmath
         self._signature: Signature | None = None
@@ -251,6 +253,7 @@ class KernelFunction:
             function_source(self.fn)
             kernel = trace_kernel(self.fn, spec, self.__name__)
             self.trace_count += 1
+            TOTALS["traces"] += 1
             dump = settings.dump_ir_dir()
             if dump is not None:
                 _dump_ir(dump, kernel)
@@ -260,12 +263,20 @@ class KernelFunction:
                                          f"{dev.properties.shared_memory_per_cube} per cube", self.__name__)
             hit = (kernel, dev.backend.compile(kernel, dev.properties))
             self._cache[key] = hit
+            # a backend marks an executable loaded from its disk cache (a "may" of the contract)
+            kind = "disk_loads" if getattr(hit[1], "from_disk", False) else "compiles"
+            TOTALS[kind] += 1
             if PROFILES:
-                record(self.__name__, compiles=1, compile_ms=(time.perf_counter() - began) * 1e3)
+                record(self.__name__, **{kind: 1}, compile_ms=(time.perf_counter() - began) * 1e3)
         return hit
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel '{self.__name__}' is launched as {self.__name__}[cube_count, cube_dim](*args)")
+
+    def __reduce__(self):
+        """Pickle by reference (module-level kernels) or by value (source, names, options)."""
+        return pickling.reduce(self, "kernel", self.fn, self.source_text,
+                               {"checked": self.checked, "fastmath": self.fastmath})
 
 
 def _dump_ir(folder, kernel: Kernel) -> None:
@@ -293,13 +304,17 @@ class CubeFunction:
 
     def __init__(self, fn: Callable):
         self.fn = fn
-        self.__name__ = fn.__name__
+        self.__name__, self.__qualname__, self.__module__ = fn.__name__, fn.__qualname__, fn.__module__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         self.__cubepy_func__ = self
+        self.source_text = capture_source(fn)
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"@cb.func '{self.__name__}' can only be called from a kernel or another @cb.func")
+
+    def __reduce__(self):
+        return pickling.reduce(self, "func", self.fn, self.source_text, {})
 
 
 for _cls, _name in ((Launcher, "__call__"), (KernelFunction, "launch"), (KernelFunction, "compile")):

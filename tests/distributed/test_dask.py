@@ -1,0 +1,83 @@
+"""Dask: a kernel from __main__ over a Dask array on a LocalCluster of worker processes.
+
+Each cluster runs in a subprocess with a timeout, so a cluster that hangs fails the test instead
+of blocking the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")
+ROOT = Path(__file__).resolve().parents[2]
+
+PROGRAM = textwrap.dedent('''
+    import json, sys
+    import dask.array as da
+    import numpy as np
+    from distributed import Client, LocalCluster
+    import cubepy as cb
+    import cubepy.dask
+    from cubepy import Array, Comptime, Mut, f32
+
+    @cb.kernel
+    def poly(x: Array[f32], out: Mut[Array[f32]], a: f32, degree: Comptime[int]):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            v = x[i]
+            acc = 0.0
+            for _ in cb.unroll(range(degree)):
+                acc = acc * v + a
+            out[i] = acc
+
+    def cubes(shape):
+        return (shape[0] + 127) // 128
+
+    if __name__ == "__main__":
+        data = np.random.default_rng(int(sys.argv[1])).standard_normal(60_000).astype(np.float32)
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \\
+                Client(cluster) as client:
+            x = da.from_array(data, chunks=10_000)
+            y = cubepy.dask.map_blocks(poly, x, 0.5, 3, count=cubes, dim=128)
+            first = y.compute()
+            waves = [client.run(cb.compile_stats)]
+            second = (y - 1).compute()
+            waves.append(client.run(cb.compile_stats))
+        expected = np.zeros_like(data)
+        for _ in range(3):
+            expected = expected * data + np.float32(0.5)
+        print(json.dumps({"first": bool(np.array_equal(first, expected)),
+                          "second": bool(np.array_equal(second, expected - 1)),
+                          "waves": [list(w.values()) for w in waves]}))
+''')
+
+
+def _cluster_run(tmp_path: Path, cache: Path, seed: int) -> dict:
+    script = tmp_path / "dask_program.py"
+    script.write_text(PROGRAM)
+    env = {**os.environ, "CUBEPY_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT), "CUBEPY_DEVICE": "cpu"}
+    run = subprocess.run([sys.executable, str(script), str(seed)], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=240)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_map_blocks_on_a_two_worker_cluster_compiles_once_and_a_new_cluster_finds_it_on_disk(tmp_path):
+    cache = tmp_path / "cache"
+    first = _cluster_run(tmp_path, cache, 1)
+    assert first["first"] and first["second"]
+    wave1, wave2 = first["waves"]
+    assert wave1 == wave2                                   # the second wave traced and compiled nothing
+    assert sum(s["compiles"] for s in wave1) == 1           # one worker compiled it; one that ran a task...
+    assert all(s["traces"] <= 1 and s["compiles"] + s["disk_loads"] == s["traces"] for s in wave1)   # ...loaded it
+    again = _cluster_run(tmp_path, cache, 2)                # fresh worker processes, the same cache folder
+    assert again["first"] and again["second"]
+    assert sum(s["compiles"] for s in again["waves"][0]) == 0
+    assert sum(s["disk_loads"] for s in again["waves"][0]) == sum(s["traces"] for s in again["waves"][0]) >= 1

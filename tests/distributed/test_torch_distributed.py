@@ -1,0 +1,21 @@
+"""torch.distributed: two gloo ranks each run a cubepy op on their shard and all-reduce."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_two_gloo_ranks_run_a_cubepy_op_and_all_reduce(tmp_path):
+    env = {**os.environ, "CUBEPY_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT), "CUBEPY_DEVICE": "cpu"}
+    run = subprocess.run([sys.executable, str(ROOT / "examples" / "torch_distributed.py"), "--backend", "gloo"],
+                         capture_output=True, text=True, env=env, timeout=240)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "torch_distributed ok: 2 ranks (gloo)" in run.stdout
