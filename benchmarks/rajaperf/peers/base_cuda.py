@@ -41,7 +41,7 @@ def _grid(n: int) -> tuple[int, int, int]:
     return ((n + BLOCK - 1) // BLOCK, 1, 1)
 
 
-I, D = np.int64, np.float64
+Int, Real = np.int64, np.float64      # Index_type and Real_type scalars, passed by value
 
 
 def launches(app: str, problem, a: dict) -> list[Launch]:
@@ -54,52 +54,54 @@ def launches(app: str, problem, a: dict) -> list[Launch]:
         args = [Ptr(a["div"])]
         for name in ("x", "y", "xdot", "ydot"):
             args += [Ptr(a[name], o) for o in corners]
-        args += [Ptr(a["real_zones"]), D(s["half"]), D(s["ptiny"]), I(n)]
+        args += [Ptr(a["real_zones"]), Real(s["half"]), Real(s["ptiny"]), Int(n)]
         return [Launch("deldotvec2d", _grid(n), block, tuple(args))]
     if app == "ENERGY":
         e = a
         return [Launch(f, _grid(n), block, args) for f, args in (
             ("energycalc1", (Ptr(e["e_new"]), Ptr(e["e_old"]), Ptr(e["delvc"]), Ptr(e["p_old"]), Ptr(e["q_old"]),
-                             Ptr(e["work"]), I(n))),
+                             Ptr(e["work"]), Int(n))),
             ("energycalc2", (Ptr(e["delvc"]), Ptr(e["q_new"]), Ptr(e["compHalfStep"]), Ptr(e["pHalfStep"]),
                              Ptr(e["e_new"]), Ptr(e["bvc"]), Ptr(e["pbvc"]), Ptr(e["ql_old"]), Ptr(e["qq_old"]),
-                             D(s["rho0"]), I(n))),
+                             Real(s["rho0"]), Int(n))),
             ("energycalc3", (Ptr(e["e_new"]), Ptr(e["delvc"]), Ptr(e["p_old"]), Ptr(e["q_old"]), Ptr(e["pHalfStep"]),
-                             Ptr(e["q_new"]), I(n))),
-            ("energycalc4", (Ptr(e["e_new"]), Ptr(e["work"]), D(s["e_cut"]), D(s["emin"]), I(n))),
+                             Ptr(e["q_new"]), Int(n))),
+            ("energycalc4", (Ptr(e["e_new"]), Ptr(e["work"]), Real(s["e_cut"]), Real(s["emin"]), Int(n))),
             ("energycalc5", (Ptr(e["delvc"]), Ptr(e["pbvc"]), Ptr(e["e_new"]), Ptr(e["vnewc"]), Ptr(e["bvc"]),
                              Ptr(e["p_new"]), Ptr(e["ql_old"]), Ptr(e["qq_old"]), Ptr(e["p_old"]), Ptr(e["q_old"]),
-                             Ptr(e["pHalfStep"]), Ptr(e["q_new"]), D(s["rho0"]), D(s["e_cut"]), D(s["emin"]), I(n))),
+                             Ptr(e["pHalfStep"]), Ptr(e["q_new"]), Real(s["rho0"]), Real(s["e_cut"]),
+                             Real(s["emin"]), Int(n))),
             ("energycalc6", (Ptr(e["delvc"]), Ptr(e["q_new"]), Ptr(e["pbvc"]), Ptr(e["e_new"]), Ptr(e["vnewc"]),
-                             Ptr(e["bvc"]), Ptr(e["p_new"]), Ptr(e["ql_old"]), Ptr(e["qq_old"]), D(s["rho0"]),
-                             D(s["q_cut"]), I(n))),
+                             Ptr(e["bvc"]), Ptr(e["p_new"]), Ptr(e["ql_old"]), Ptr(e["qq_old"]), Real(s["rho0"]),
+                             Real(s["q_cut"]), Int(n))),
         )]
     if app == "FIR":
-        return [Launch("fir", _grid(n), block, (Ptr(a["out"]), Ptr(a["in"]), I(p["coefflen"]), I(n)))]
+        return [Launch("fir", _grid(n), block, (Ptr(a["out"]), Ptr(a["in"]), Int(p["coefflen"]), Int(n)))]
     if app == "LTIMES":
         bx, by, bz = LTIMES_BLOCK
         grid = (-(-p["num_m"] // bx), -(-p["num_g"] // by), -(-p["num_z"] // bz))
-        return [Launch("ltimes", grid, LTIMES_BLOCK, (Ptr(a["phi"]), Ptr(a["ell"]), Ptr(a["psi"]), I(p["num_d"]),
-                                                      I(p["num_m"]), I(p["num_g"]), I(p["num_z"])))]
+        return [Launch("ltimes", grid, LTIMES_BLOCK, (Ptr(a["phi"]), Ptr(a["ell"]), Ptr(a["psi"]), Int(p["num_d"]),
+                                                      Int(p["num_m"]), Int(p["num_g"]), Int(p["num_z"])))]
     if app == "MATVEC_3D_STENCIL":
         from ..apps.matvec_3d_stencil import coefficient_table
         table = coefficient_table(p["jp"], p["kp"])
         coefs = [Ptr(a[base], shift) for _, base, shift, _ in table]
         xs = [Ptr(a["x"], offset) for *_, offset in table]
-        args = (Ptr(a["b"]), *coefs, *xs, Ptr(a["real_zones"]), I(0), I(n))
+        args = (Ptr(a["b"]), *coefs, *xs, Ptr(a["real_zones"]), Int(0), Int(n))
         return [Launch("matvec_3d", _grid(n), block, args)]
     if app == "PRESSURE":
-        return [Launch("pressurecalc1", _grid(n), block, (Ptr(a["bvc"]), Ptr(a["compression"]), D(s["cls"]), I(n))),
+        return [Launch("pressurecalc1", _grid(n), block, (Ptr(a["bvc"]), Ptr(a["compression"]), Real(s["cls"]),
+                                                          Int(n))),
                 Launch("pressurecalc2", _grid(n), block, (Ptr(a["p_new"]), Ptr(a["bvc"]), Ptr(a["e_old"]),
-                                                          Ptr(a["vnewc"]), D(s["p_cut"]), D(s["eosvmax"]),
-                                                          D(s["pmin"]), I(n)))]
+                                                          Ptr(a["vnewc"]), Real(s["p_cut"]), Real(s["eosvmax"]),
+                                                          Real(s["pmin"]), Int(n)))]
     if app == "VOL3D":
         jp, kp = p["jp"], p["kp"]
         offsets = (0, 1, jp, 1 + jp, kp, 1 + kp, jp + kp, 1 + jp + kp)     # NDPTRSET
         args = [Ptr(a["vol"])]
         for name in ("x", "y", "z"):
             args += [Ptr(a[name], o) for o in offsets]
-        args += [D(s["vnormq"]), I(p["ibegin"]), I(p["iend"])]
+        args += [Real(s["vnormq"]), Int(p["ibegin"]), Int(p["iend"])]
         return [Launch("vol3d", _grid(p["iend"] - p["ibegin"]), block, tuple(args))]
     raise NotImplementedError(app)
 

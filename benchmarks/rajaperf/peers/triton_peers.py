@@ -13,7 +13,8 @@ def _define():
     import triton.language as tl  # scalar floats are annotated tl.float64: Triton passes a Python float as fp32
 
     @triton.jit
-    def del_dot_vec_2d(rz_ptr, x_ptr, y_ptr, fx_ptr, fy_ptr, div_ptr, jp, half: tl.float64, ptiny: tl.float64, n, BLOCK: tl.constexpr):
+    def del_dot_vec_2d(rz_ptr, x_ptr, y_ptr, fx_ptr, fy_ptr, div_ptr, jp, half: tl.float64, ptiny: tl.float64, n,
+                       BLOCK: tl.constexpr):
         ii = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = ii < n
         i = tl.load(rz_ptr + ii, mask=mask, other=0)
@@ -75,8 +76,8 @@ def _define():
         tl.store(e_new + i, tl.where(e < emin, emin, e), mask=m)
 
     @triton.jit
-    def energy5(e_new, delvc, pbvc, vnewc, bvc, p_new, ql_old, qq_old, p_old, q_old, p_half_step, q_new, rho0: tl.float64,
-                e_cut: tl.float64, emin: tl.float64, n, BLOCK: tl.constexpr):
+    def energy5(e_new, delvc, pbvc, vnewc, bvc, p_new, ql_old, qq_old, p_old, q_old, p_half_step, q_new,
+                rho0: tl.float64, e_cut: tl.float64, emin: tl.float64, n, BLOCK: tl.constexpr):
         i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         m = i < n
         d, en, vn, pn = tl.load(delvc + i, mask=m), tl.load(e_new + i, mask=m), tl.load(vnewc + i, mask=m), \
@@ -129,7 +130,8 @@ def _define():
         tl.store(bvc + i, cls * (tl.load(compression + i, mask=m) + 1.0), mask=m)
 
     @triton.jit
-    def pressure2(p_new, bvc, e_old, vnewc, p_cut: tl.float64, eosvmax: tl.float64, pmin: tl.float64, n, BLOCK: tl.constexpr):
+    def pressure2(p_new, bvc, e_old, vnewc, p_cut: tl.float64, eosvmax: tl.float64, pmin: tl.float64, n,
+                  BLOCK: tl.constexpr):
         i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         m = i < n
         p = tl.load(bvc + i, mask=m) * tl.load(e_old + i, mask=m)
