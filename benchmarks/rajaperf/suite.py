@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -64,6 +65,10 @@ def select_peers(text: str, device) -> tuple[list, dict[str, str]]:
 
 
 def run(options: Options, log=print) -> dict:
+    # OpenMP threads spin after each parallel region by default; with three thread pools on the
+    # CPU (cubepy's, numba's, OpenMP's) spinning ones steal the others' cores (C PRESSURE took
+    # 14 ms instead of 0.8 on 2 cores). Passive waiting is set before any OpenMP runtime loads.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     device = cb.device(options.device) if options.device else cb.current_device()
     kernels = select_kernels(options.kernels)
     sizes = parse_sizes(options.sizes)
@@ -73,7 +78,8 @@ def run(options: Options, log=print) -> dict:
     results = {"machine": machine, "command_options": vars(options).copy(), "peers": [p.name for p in peers],
                "peers_skipped": skipped, "rows": [],
                "primary_peer": "CUDA (Base_CUDA)" if device.properties.backend == "cuda" else "numba parallel",
-               "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+               "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
     for name, why in skipped.items():
         log(f"peer {name} skipped: {why}")
     steps = len(kernels) * len(sizes) + (1 if options.transfer else 0)
