@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reps", type=int, default=o.reps, help="timed samples per contender (median of these)")
     parser.add_argument("--transfer-reps", type=int, default=o.transfer_reps,
                         help="reps of ENERGY's six kernels per transfer-study scenario")
+    parser.add_argument("--transfer-size", type=int, default=o.transfer_size, help="ENERGY's n in the transfer study")
     parser.add_argument("--no-transfer", action="store_true", help="skip the transfer study")
     parser.add_argument("--progress", default=o.progress, choices=("auto", "tqdm", "rich", "plain"))
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
@@ -34,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def options_from(args: argparse.Namespace) -> Options:
     return Options(kernels=args.kernels, device=args.device, sizes=args.sizes, variants=args.variants,
                    peers=args.peers, reps=args.reps, transfer=not args.no_transfer, transfer_reps=args.transfer_reps,
+                   transfer_size=args.transfer_size,
                    progress=args.progress)
 
 

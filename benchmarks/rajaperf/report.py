@@ -76,7 +76,10 @@ def plot(results: dict, path: str) -> str | None:
     rows = results["rows"]
     if not rows:
         return "no results to plot"
-    peer = results.get("primary_peer")
+    ran = {p for r in rows for v in r["ratios"].values() if isinstance(v, dict) for p in v}
+    peer = results.get("primary_peer") if results.get("primary_peer") in ran else next(iter(sorted(ran)), None)
+    if peer is None:
+        return "no peer ran, so there are no ratios to plot"
     labels = [f"{r['kernel']}\n{r['size']}" for r in rows]
     series = sorted({k for r in rows for k, v in r["ratios"].items() if isinstance(v, dict) and peer in v})
     fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.9), 4.5))

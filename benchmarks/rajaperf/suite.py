@@ -27,6 +27,7 @@ class Options:
     reps: int = 11                 # timed samples per contender (each a batch of reps back to back)
     transfer: bool = True
     transfer_reps: int = 20
+    transfer_size: int = 1_000_000
     progress: str = "auto"
 
 
@@ -93,7 +94,7 @@ def run(options: Options, log=print) -> dict:
                 bar.step(f"{name} {size}")
         if options.transfer:
             from .transfer import transfer_study
-            results["transfer"] = transfer_study(device, options.transfer_reps)
+            results["transfer"] = transfer_study(device, options.transfer_reps, options.transfer_size)
             bar.step("transfer study")
     finally:
         bar.close()
