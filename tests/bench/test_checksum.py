@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 from cubepy.bench.apps import APPS
 from cubepy.bench.checksum import agrees, checksum, kernel_checksum
 

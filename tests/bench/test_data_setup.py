@@ -7,7 +7,6 @@ import ctypes.util
 
 import numpy as np
 import pytest
-
 from cubepy.bench.glibc_rand import GlibcRandom, rand_values
 from cubepy.bench.setup_data import DataInit, cbrt_size, domain_2d, domain_3d, sqrt_size
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import cubepy as cb
 from cubepy.bench.apps import APPS
 from cubepy.bench.apps.matvec_3d_stencil import BASES
 from cubepy.bench.runner import KernelRun, compare, parse_variants
+
+import cubepy as cb
 
 TINY = 1500          # a target size: 2-D 39^2 zones, 3-D 11^3 zones, LTIMES one z
 

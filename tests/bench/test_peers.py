@@ -11,7 +11,6 @@ import textwrap
 
 import numpy as np
 import pytest
-
 from cubepy.bench.apps import APPS
 from cubepy.bench.peers import base_cuda
 from cubepy.bench.runner import compare
@@ -121,10 +120,9 @@ def _triton_signature(fn, args, constexprs) -> dict:
 
 def test_triton_peer_compiles_for_sm_90_with_double_scalars():
     triton = pytest.importorskip("triton")
+    from cubepy.bench.peers import triton_peers
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-
-    from cubepy.bench.peers import triton_peers
     kernels = triton_peers.kernels()
     for app in APPS.values():
         problem = app.set_up(TINY)
