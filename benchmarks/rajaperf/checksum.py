@@ -15,11 +15,27 @@ import numpy as np
 TOLERANCE = 1e-10        # RAJAPerf's relative tolerance between a variant's checksum and the reference's
 
 
+_TABLES: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _multiplier_tables(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``mult(j, 1.0)`` and ``mult(j, 0.5)`` for j < n (kept for the last length asked for)."""
+    found = _TABLES.get(n)
+    if found is None:
+        j = np.arange(n, dtype=np.float64)
+        tables = []
+        for off in (1.0, 0.5):
+            q = (j + off) / np.pi
+            tables.append((q - np.floor(q)) + 0.5)
+        _TABLES.clear()
+        found = _TABLES[n] = (tables[0], tables[1])
+    return found
+
+
 def multipliers(values: np.ndarray) -> np.ndarray:
     """``mult(j, off_j)`` per element, in double as the C++ computes it."""
-    j = np.arange(values.size, dtype=np.float64)
-    q = (j + np.where(values >= 0, 1.0, 0.5)) / np.pi
-    return (q - np.floor(q)) + 0.5
+    positive, negative = _multiplier_tables(values.size)
+    return np.where(values >= 0, positive, negative)
 
 
 def checksum(values) -> np.longdouble:

@@ -139,12 +139,15 @@ class MatVec3DStencil(App):
                        bytes_per_rep=read + 8 * n, flops_per_rep=53 * n)
 
     def reference(self, problem: Problem, a: dict) -> None:
-        i, jp, kp = a["real_zones"], problem.params["jp"], problem.params["kp"]
+        # Elementwise in the zone index: every i from the first to the last real zone with
+        # contiguous slices, in the C sum's order; then the real zones' values.
+        zones, jp, kp = a["real_zones"], problem.params["jp"], problem.params["kp"]
+        lo, hi = int(zones[0]), int(zones[-1]) + 1
         x, s = a["x"], None
         for _, base, shift, offset in coefficient_table(jp, kp):
-            term = a[base][i + shift] * x[i + offset]
+            term = a[base][lo + shift:hi + shift] * x[lo + offset:hi + offset]
             s = term if s is None else s + term
-        a["b"][i] = s
+        a["b"][zones] = s[zones - lo]
 
     def _args(self, a: dict) -> tuple:
         return (a["b"], a["x"], a["real_zones"], *(a[name] for name in BASES))
