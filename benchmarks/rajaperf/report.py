@@ -89,7 +89,7 @@ def plot(results: dict, path: str) -> str | None:
         ax.bar([i + n * width for i in range(len(rows))], values, width, label=name)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(rows))])
-    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
     ax.set_ylabel(f"time / {peer} time")
     ax.set_title(f"cubepy on {results['machine']['device_name']} vs {peer} (lower is faster)")
     ax.legend(fontsize=7)

@@ -151,6 +151,7 @@ class KernelRun:
             app.poison(arrays)
             c.rep()
             memory.synchronize()
+            self.device.synchronize()       # raises what a checked kernel recorded (out-of-bounds)
             errors, correct = {}, True
             for name in app.written_arrays():
                 ok, worst = compare(memory.download(arrays[name]), expected[name], c.rtol)
@@ -161,6 +162,7 @@ class KernelRun:
             for _ in range(reps):
                 c.rep()
             memory.synchronize()
+            self.device.synchronize()
             value = kernel_checksum(memory.download(arrays[name]) for name in app.outputs)
             checksum_ok = agrees(value, reference, TOLERANCE)
             c.result = {"correct": bool(correct and checksum_ok), "output_matches_reference": bool(correct),

@@ -35,7 +35,7 @@ def _compile():
             div[i] = rarea * (fxi * yj - fxj * yi) + rarea * (fyj * xi - fyi * xj) + \
                 (fy1 + fy2 + fy3 + fy4) / (y1 + y2 + y3 + y4)
 
-    @cuda.jit(device=True, inline=True)
+    @cuda.jit(device=True)
     def ssc_fix(s):
         return 0.3333333e-18 if s <= 0.1111111e-36 else math.sqrt(s)
 
