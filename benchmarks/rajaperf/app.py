@@ -95,6 +95,9 @@ TUNE_REPS = {"cuda": (20, 5), "hip": (20, 5), "opencl": (10, 3)}
 TUNE_DEFAULT = (2, 3)
 
 
+AUTOTUNED: list[dict] = []      # the shapes `tune_dim` chose, in order (the runner reports them)
+
+
 def tune_dim(kernel, args: tuple, n_units: int, device, dims=None, grid=None) -> tuple:
     """``(count, dim)`` of ``kernel`` over ``n_units`` units, with the cube size that
     `cubepy.autotune.autotune` measured fastest on ``device`` for these arguments."""
@@ -103,4 +106,6 @@ def tune_dim(kernel, args: tuple, n_units: int, device, dims=None, grid=None) ->
     tuner = autotune(kernel, grid, dims=dims, reps=reps, rounds=rounds)
     best = tuner.best(*args, device=device)
     dim = best.dim[0] if best.dim[1:] == (1, 1) else best.dim
-    return grid(args, best.dim), dim
+    count = grid(args, best.dim)
+    AUTOTUNED.append({"kernel": kernel.__name__, "cube_count": count, "cube_dim": dim})
+    return count, dim
