@@ -41,9 +41,10 @@ def options_from(args: argparse.Namespace) -> Options:
 
 def bench(args: argparse.Namespace) -> int:
     """Run the suite with parsed arguments; print the table; write JSON and the plot if asked."""
+    import cubepy as cb
     try:
         results = run(options_from(args), log=lambda text: print(text, file=sys.stderr))
-    except ValueError as e:
+    except (ValueError, cb.BackendUnavailableError) as e:
         print(f"cubepy bench: {e}", file=sys.stderr)
         return 2
     print(banner(results["machine"]))

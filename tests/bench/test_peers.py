@@ -104,6 +104,35 @@ def test_numba_cuda_peer_in_the_simulator():
     assert done.returncode == 0 and "simulated ok" in done.stdout, done.stderr[-3000:]
 
 
+INTERPRETED = textwrap.dedent("""
+    import torch
+    from cubepy.bench.apps import APPS
+    from cubepy.bench.peers import triton_peers
+    from cubepy.bench.runner import compare
+    kernels = triton_peers.kernels()
+    for app in APPS.values():
+        problem = app.set_up(1500)
+        expected = problem.copy_arrays(); app.poison(expected); app.reference(problem, expected)
+        arrays = problem.copy_arrays(); app.poison(arrays)
+        tensors = {name: torch.from_numpy(value) for name, value in arrays.items()}
+        for kernel, grid, args, constexprs in triton_peers.plan(app.name, problem, tensors, kernels):
+            kernel[grid](*args, **constexprs)
+        for k in app.written_arrays():
+            ok, worst = compare(arrays[k], expected[k], 1e-12)
+            assert ok, (app.name, k, worst)
+    print("interpreted ok")
+""")
+
+
+def test_triton_peer_in_tritons_interpreter():
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", INTERPRETED], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0 and "interpreted ok" in done.stdout, done.stderr[-3000:]
+
+
 def _triton_signature(fn, args, constexprs) -> dict:
     sig = {}
     for param, value in zip(fn.params, args):
