@@ -8,7 +8,6 @@ device's ``arrays`` (NumPy arrays on ``cpu``/``interp``, CuPy arrays on ``cuda``
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,7 +34,39 @@ class Problem:
         return {k: v.copy() for k, v in self.arrays.items()}
 
 
-Rep = Callable[[], None]
+@dataclass(frozen=True)
+class Launch:
+    """One launch of a port: the kernel, its cube count and dim, its arguments."""
+
+    kernel: object
+    count: object
+    dim: object
+    args: tuple
+
+    def describe(self) -> dict:
+        return {"kernel": self.kernel.__name__, "cube_count": self.count, "cube_dim": self.dim}
+
+
+class Rep:
+    """One rep of a cubepy port: its launches in order, each through the kernel's launcher (so
+    repeated reps take the warm path). ``launches`` says what runs, for reports and checks."""
+
+    def __init__(self, launches: list[Launch], device, checked: bool):
+        self.launches, self.device, self.checked = launches, device, checked
+        calls = [(launch.kernel[launch.count, launch.dim], launch.args) for launch in launches]
+        if len(calls) == 1:
+            (launcher, args), = calls
+
+            def run():
+                launcher(*args, device=device, checked=checked)
+        else:
+            def run():
+                for launcher, args in calls:
+                    launcher(*args, device=device, checked=checked)
+        self.run = run
+
+    def __call__(self) -> None:
+        self.run()
 
 
 class App:
@@ -95,9 +126,6 @@ TUNE_REPS = {"cuda": (20, 5), "hip": (20, 5), "opencl": (10, 3)}
 TUNE_DEFAULT = (2, 3)
 
 
-AUTOTUNED: list[dict] = []      # the shapes `tune_dim` chose, in order (the runner reports them)
-
-
 def tune_dim(kernel, args: tuple, n_units: int, device, dims=None, grid=None) -> tuple:
     """``(count, dim)`` of ``kernel`` over ``n_units`` units, with the cube size that
     `cubepy.autotune.autotune` measured fastest on ``device`` for these arguments."""
@@ -106,6 +134,4 @@ def tune_dim(kernel, args: tuple, n_units: int, device, dims=None, grid=None) ->
     tuner = autotune(kernel, grid, dims=dims, reps=reps, rounds=rounds)
     best = tuner.best(*args, device=device)
     dim = best.dim[0] if best.dim[1:] == (1, 1) else best.dim
-    count = grid(args, best.dim)
-    AUTOTUNED.append({"kernel": kernel.__name__, "cube_count": count, "cube_dim": dim})
-    return count, dim
+    return grid(args, best.dim), dim

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .app import AUTOTUNED, App, Problem
+from .app import App, Problem
 from .checksum import TOLERANCE, agrees, kernel_checksum, show
 from .memory import memory_for
 from .timing import batch_size, interleaved, median, timer_for
@@ -31,7 +31,6 @@ class Contender:
     rtol: float = 0.0
     rep: object = None
     result: dict = field(default_factory=dict)
-    autotuned: list = field(default_factory=list)    # the launch shapes autotune chose (tuned variants)
 
 
 def parse_variants(text: str) -> list[tuple[str, str]]:
@@ -98,9 +97,9 @@ class KernelRun:
             self._check(c, problem, arrays, expected, reps, reference_checksum)
         timed = [c for c in contenders if c.result.get("correct")]
         self._time(timed)
-        for c in contenders:
-            if c.autotuned:
-                c.result["autotuned"] = c.autotuned
+        for c in contenders:        # the launch shapes (for tuned ports, what autotune chose)
+            if hasattr(c.rep, "launches"):
+                c.result["launches"] = [launch.describe() for launch in c.rep.launches]
         row = {
             "kernel": app.name, "size": self.size, "target_size": problem.target_size, "problem_size": problem.size,
             "its_per_rep": problem.its_per_rep, "kernels_per_rep": app.kernels_per_rep,
@@ -133,12 +132,10 @@ class KernelRun:
             checked = mode == "checked"
             c = Contender(f"cubepy {variant} {mode}", "cubepy", variant, checked,
                           0.0 if variant == "plain" else self.app.tuned_rtol)
-            AUTOTUNED.clear()
             try:
                 c.rep = self.app.port(variant, problem, arrays, self.device, checked)
             except Exception as e:       # a port cubepy cannot compile is a result, not a crash
                 c.result = failure("bind", e)
-            c.autotuned = list(AUTOTUNED)
             out.append(c)
         for peer in self.peers:
             c = Contender(peer.name, "peer", rtol=peer.rtol)

@@ -26,7 +26,8 @@ def test_bench_runs_a_subset_and_writes_json(tmp_path, capsys):
                                       "cubepy tuned unchecked"}
     assert all(c["correct"] for c in row["contenders"].values())
     assert row["contenders"]["cubepy plain checked"]["median_s"] > 0
-    assert row["contenders"]["cubepy tuned unchecked"]["autotuned"][0]["kernel"] == "fir_tuned"
+    assert row["contenders"]["cubepy tuned unchecked"]["launches"][0]["kernel"] == "fir_tuned"
+    assert row["contenders"]["cubepy plain checked"]["launches"][0]["cube_dim"] == 256
     if "C OpenMP" in row["contenders"]:
         assert "C OpenMP" in row["ratios"]["cubepy plain checked"]
     assert "checked cost plain" in row["ratios"]

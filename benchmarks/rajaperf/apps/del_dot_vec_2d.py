@@ -7,7 +7,7 @@ import numpy as np
 import cubepy as cb
 from cubepy import Array, Comptime, Mut, f64, i32, i64
 
-from ..app import App, Problem, cubes, tune_dim
+from ..app import App, Launch, Problem, Rep, cubes, tune_dim
 from ..setup_data import DataInit, domain_2d
 
 
@@ -107,13 +107,11 @@ class DelDotVec2D(App):
 
     def plain(self, problem, a, device, checked):
         n = problem.size
-        launch = del_dot_vec_2d[cubes(n, 256), 256]
         args = (a["real_zones"], a["x"], a["y"], a["xdot"], a["ydot"], a["div"], problem.params["jp"],
                 problem.scalars["half"], problem.scalars["ptiny"])
-        return lambda: launch(*args, device=device, checked=checked)
+        return Rep([Launch(del_dot_vec_2d, cubes(n, 256), 256, args)], device, checked)
 
     def tuned(self, problem, a, device, checked):
         args = (a["real_zones"], a["x"], a["y"], a["xdot"], a["ydot"], a["div"], problem.params["jp"])
         count, dim = tune_dim(del_dot_vec_2d_tuned, args, problem.size, device)
-        launch = del_dot_vec_2d_tuned[count, dim]
-        return lambda: launch(*args, device=device, checked=checked)
+        return Rep([Launch(del_dot_vec_2d_tuned, count, dim, args)], device, checked)

@@ -11,7 +11,7 @@ import numpy as np
 import cubepy as cb
 from cubepy import Array, Mut, f64
 
-from ..app import App, Problem, cubes, tune_dim
+from ..app import App, Launch, Problem, Rep, cubes, tune_dim
 from ..setup_data import DataInit
 
 SSC_LOW, SSC_FLOOR = 0.1111111e-36, 0.3333333e-18
@@ -207,14 +207,6 @@ def as_lines(args: tuple, width: int) -> tuple:
     return tuple(cb.lines(v, width) if hasattr(v, "shape") and width > 1 else v for v in args)
 
 
-def sequence(launches: list) -> callable:
-    """One rep: the launches in order."""
-    def rep():
-        for launch, args, device, checked in launches:
-            launch(*args, device=device, checked=checked)
-    return rep
-
-
 class Energy(App):
     name = "ENERGY"
     default_reps = 130
@@ -263,8 +255,8 @@ class Energy(App):
 
     def plain(self, problem, a, device, checked):
         n = problem.size
-        return sequence([(k[cubes(n, 256), 256], args, device, checked)
-                         for k, args in zip(PLAIN, loop_arguments(a, problem.scalars))])
+        return Rep([Launch(k, cubes(n, 256), 256, args) for k, args in zip(PLAIN, loop_arguments(a, problem.scalars))],
+                   device, checked)
 
     def tuned(self, problem, a, device, checked):
         width = line_width(device, problem.size)
@@ -272,5 +264,5 @@ class Energy(App):
         for k, args in zip(TUNED, loop_arguments(a, problem.scalars)):
             args = as_lines(args, width)
             count, dim = tune_dim(k, args, problem.size // width, device)
-            launches.append((k[count, dim], args, device, checked))
-        return sequence(launches)
+            launches.append(Launch(k, count, dim, args))
+        return Rep(launches, device, checked)

@@ -7,7 +7,7 @@ import numpy as np
 import cubepy as cb
 from cubepy import Array, Comptime, Mut, f64
 
-from ..app import App, Problem, cubes, tune_dim
+from ..app import App, Launch, Problem, Rep, cubes, tune_dim
 from ..setup_data import DataInit
 
 COEFFICIENTS = (3.0, -1.0, -1.0, -1.0, -1.0, 3.0, -1.0, -1.0, -1.0, -1.0, 3.0, -1.0, -1.0, -1.0, -1.0, 3.0)
@@ -55,12 +55,10 @@ class Fir(App):
         a["out"][:] = s
 
     def plain(self, problem, a, device, checked):
-        launch = fir[cubes(problem.size, 256), 256]
         args = (a["out"], a["in"], a["coeff"])
-        return lambda: launch(*args, device=device, checked=checked)
+        return Rep([Launch(fir, cubes(problem.size, 256), 256, args)], device, checked)
 
     def tuned(self, problem, a, device, checked):
         args = (a["out"], a["in"], COEFFICIENTS)
         count, dim = tune_dim(fir_tuned, args, problem.size, device)
-        launch = fir_tuned[count, dim]
-        return lambda: launch(*args, device=device, checked=checked)
+        return Rep([Launch(fir_tuned, count, dim, args)], device, checked)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import cubepy as cb
 from cubepy import Array, Comptime, Mut, f64
 
-from ..app import App, Problem, cubes, tune_dim
+from ..app import App, Launch, Problem, Rep, cubes, tune_dim
 
 NUM_D, NUM_G, NUM_M = 64, 32, 25
 BLOCK = (32, 4, 2)                   # RAJAPerf's Base_CUDA block over (m, g, z)
@@ -86,9 +86,8 @@ class Ltimes(App):
     def plain(self, problem, a, device, checked):
         p = problem.params
         count = (cubes(p["num_m"], BLOCK[0]), cubes(p["num_g"], BLOCK[1]), cubes(p["num_z"], BLOCK[2]))
-        launch = ltimes[count, BLOCK]
         args = (a["phi"], a["ell"], a["psi"])
-        return lambda: launch(*args, device=device, checked=checked)
+        return Rep([Launch(ltimes, count, BLOCK, args)], device, checked)
 
     def tuned(self, problem, a, device, checked):
         p = problem.params
@@ -98,5 +97,4 @@ class Ltimes(App):
             return (1, cubes(p["num_g"], dim[1]), p["num_z"])
         count, dim = tune_dim(ltimes_tuned, args, 0, device, dims=[(32, 2, 1), (32, 4, 1), (32, 8, 1), (32, 16, 1)],
                               grid=grid)
-        launch = ltimes_tuned[count, dim]
-        return lambda: launch(*args, device=device, checked=checked)
+        return Rep([Launch(ltimes_tuned, count, dim, args)], device, checked)

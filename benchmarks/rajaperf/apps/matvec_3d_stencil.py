@@ -9,7 +9,7 @@ import numpy as np
 import cubepy as cb
 from cubepy import Array, Comptime, Mut, f64, i32, i64
 
-from ..app import App, Problem, cubes, tune_dim
+from ..app import App, Launch, Problem, Rep, cubes, tune_dim
 from ..setup_data import DataInit, domain_3d
 
 BASES = ("dbl", "dbc", "dbr", "dcl", "dcc", "dcr", "dfl", "dfc", "dfr", "cbl", "cbc", "cbr", "ccl", "ccc")
@@ -153,12 +153,10 @@ class MatVec3DStencil(App):
         return (a["b"], a["x"], a["real_zones"], *(a[name] for name in BASES))
 
     def plain(self, problem, a, device, checked):
-        launch = matvec_3d[cubes(problem.size, 256), 256]
         args = (*self._args(a), problem.params["jp"], problem.params["kp"])
-        return lambda: launch(*args, device=device, checked=checked)
+        return Rep([Launch(matvec_3d, cubes(problem.size, 256), 256, args)], device, checked)
 
     def tuned(self, problem, a, device, checked):
         args = (*self._args(a), problem.params["jp"], problem.params["kp"])
         count, dim = tune_dim(matvec_3d_tuned, args, problem.size, device)
-        launch = matvec_3d_tuned[count, dim]
-        return lambda: launch(*args, device=device, checked=checked)
+        return Rep([Launch(matvec_3d_tuned, count, dim, args)], device, checked)

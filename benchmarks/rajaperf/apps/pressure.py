@@ -11,9 +11,9 @@ import numpy as np
 import cubepy as cb
 from cubepy import Array, Mut, f64
 
-from ..app import App, Problem, cubes, tune_dim
+from ..app import App, Launch, Problem, Rep, cubes, tune_dim
 from ..setup_data import DataInit
-from .energy import as_lines, line_width, sequence
+from .energy import as_lines, line_width
 
 
 @cb.kernel
@@ -87,8 +87,8 @@ class Pressure(App):
 
     def plain(self, problem, a, device, checked):
         n = problem.size
-        return sequence([(k[cubes(n, 256), 256], args, device, checked)
-                         for k, args in zip((pressure1, pressure2), self._arguments(a, problem.scalars))])
+        return Rep([Launch(k, cubes(n, 256), 256, args)
+                    for k, args in zip((pressure1, pressure2), self._arguments(a, problem.scalars))], device, checked)
 
     def tuned(self, problem, a, device, checked):
         width = line_width(device, problem.size)
@@ -96,5 +96,5 @@ class Pressure(App):
         for k, args in zip((pressure1_tuned, pressure2_tuned), self._arguments(a, problem.scalars)):
             args = as_lines(args, width)
             count, dim = tune_dim(k, args, problem.size // width, device)
-            launches.append((k[count, dim], args, device, checked))
-        return sequence(launches)
+            launches.append(Launch(k, count, dim, args))
+        return Rep(launches, device, checked)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cubepy as cb
 from cubepy import Array, Comptime, Mut, f64, i32
 
-from ..app import App, Problem, cubes, tune_dim
+from ..app import App, Launch, Problem, Rep, cubes, tune_dim
 from ..setup_data import DataInit, domain_3d
 
 
@@ -96,14 +96,12 @@ class Vol3D(App):
 
     def plain(self, problem, a, device, checked):
         p = problem.params
-        launch = vol3d[cubes(problem.its_per_rep, 256), 256]
         args = (a["x"], a["y"], a["z"], a["vol"], p["jp"], p["kp"], p["ibegin"], p["iend"],
                 problem.scalars["vnormq"])
-        return lambda: launch(*args, device=device, checked=checked)
+        return Rep([Launch(vol3d, cubes(problem.its_per_rep, 256), 256, args)], device, checked)
 
     def tuned(self, problem, a, device, checked):
         p = problem.params
         args = (a["x"], a["y"], a["z"], a["vol"], p["jp"], p["kp"], p["ibegin"], p["iend"])
         count, dim = tune_dim(vol3d_tuned, args, problem.its_per_rep, device)
-        launch = vol3d_tuned[count, dim]
-        return lambda: launch(*args, device=device, checked=checked)
+        return Rep([Launch(vol3d_tuned, count, dim, args)], device, checked)
