@@ -9,6 +9,7 @@ import cubepy as cb
 from cubepy import Array, Comptime, Mut, f64
 
 from ..app import App, Launch, Problem, Rep, cubes, tune_dim
+from ..setup_data import DataInit
 
 NUM_D, NUM_G, NUM_M = 64, 32, 25
 BLOCK = (32, 4, 2)                   # RAJAPerf's Base_CUDA block over (m, g, z)
@@ -60,7 +61,6 @@ class Ltimes(App):
     tuned_rtol = 1e-10
 
     def set_up(self, target_size: int) -> Problem:
-        from ..setup_data import DataInit
         nz = max((target_size + NUM_D * NUM_G // 2) // (NUM_D * NUM_G), 1)
         init = DataInit()
         phi = init.const(nz * NUM_G * NUM_M, 0.0).reshape(nz, NUM_G, NUM_M)

@@ -163,34 +163,42 @@ def _compile():
                 (z74 + z30) * (x71 * y50 - y71 * x50)
             vol[i] = v * vnormq
 
-    kernels = dict(del_dot_vec_2d=del_dot_vec_2d, energy=(energy1, energy2, energy3, energy4, energy5, energy6),
-                   fir=fir, ltimes=ltimes, pressure=(pressure1, pressure2), vol3d=vol3d)
-    kernels["matvec_3d"] = _matvec()
-    return kernels
+    @jit
+    def matvec_3d(b, x, real_zones, dbl, dbc, dbr, dcl, dcc, dcr, dfl, dfc, dfr, cbl, cbc, cbr, ccl, ccc, jp, kp):
+        ii = cuda.grid(1)
+        if ii < real_zones.size:
+            i = real_zones[ii]
+            s = dbl[i] * x[i - kp - jp - 1]
+            s += dbc[i] * x[i - kp - jp]
+            s += dbr[i] * x[i - kp - jp + 1]
+            s += dcl[i] * x[i - kp - 1]
+            s += dcc[i] * x[i - kp]
+            s += dcr[i] * x[i - kp + 1]
+            s += dfl[i] * x[i - kp + jp - 1]
+            s += dfc[i] * x[i - kp + jp]
+            s += dfr[i] * x[i - kp + jp + 1]
+            s += cbl[i] * x[i - jp - 1]
+            s += cbc[i] * x[i - jp]
+            s += cbr[i] * x[i - jp + 1]
+            s += ccl[i] * x[i - 1]
+            s += ccc[i] * x[i]
+            s += ccl[i + 1] * x[i + 1]
+            s += cbr[i - 1 + jp] * x[i + jp - 1]
+            s += cbc[i + jp] * x[i + jp]
+            s += cbl[i + 1 + jp] * x[i + jp + 1]
+            s += dfr[i - 1 - jp + kp] * x[i + kp - jp - 1]
+            s += dfc[i - jp + kp] * x[i + kp - jp]
+            s += dfl[i + 1 - jp + kp] * x[i + kp - jp + 1]
+            s += dcr[i - 1 + kp] * x[i + kp - 1]
+            s += dcc[i + kp] * x[i + kp]
+            s += dcl[i + 1 + kp] * x[i + kp + 1]
+            s += dbr[i - 1 + jp + kp] * x[i + kp + jp - 1]
+            s += dbc[i + jp + kp] * x[i + kp + jp]
+            s += dbl[i + 1 + jp + kp] * x[i + kp + jp + 1]
+            b[i] = s
 
-
-def _matvec():
-    from ..apps.matvec_3d_stencil import coefficient_table
-    # numba-cuda has no varargs kernels: the 27-term sum is written out by generating its source
-    terms = []
-    for name, base, _, _ in coefficient_table(0, 0):
-        k = {"d": "-kp", "c": "", "u": "+kp"}[name[0]] + {"b": "-jp", "c": "", "f": "+jp"}[name[1]] + \
-            {"l": "-1", "c": "", "r": "+1"}[name[2]]
-        shift = {"ccr": "+1", "cfl": "-1+jp", "cfc": "+jp", "cfr": "+1+jp", "ubl": "-1-jp+kp", "ubc": "-jp+kp",
-                 "ubr": "+1-jp+kp", "ucl": "-1+kp", "ucc": "+kp", "ucr": "+1+kp", "ufl": "-1+jp+kp",
-                 "ufc": "+jp+kp", "ufr": "+1+jp+kp"}.get(name, "")
-        terms.append(f"{base}[i{shift}] * x[i{k}]")
-    from ..apps.matvec_3d_stencil import BASES
-    body = "\n".join(f"        s {'=' if n == 0 else '+='} {t}" for n, t in enumerate(terms))
-    source = (f"def matvec_3d(b, x, real_zones, {', '.join(BASES)}, jp, kp):\n"
-              "    ii = cuda.grid(1)\n"
-              "    if ii < real_zones.size:\n"
-              "        i = real_zones[ii]\n"
-              f"{body}\n"
-              "        b[i] = s\n")
-    scope = {"cuda": cuda}
-    exec(compile(source, "<matvec_3d numba-cuda>", "exec"), scope)      # noqa: S102 - generated above
-    return cuda.jit(scope["matvec_3d"])
+    return dict(del_dot_vec_2d=del_dot_vec_2d, energy=(energy1, energy2, energy3, energy4, energy5, energy6),
+                fir=fir, ltimes=ltimes, matvec_3d=matvec_3d, pressure=(pressure1, pressure2), vol3d=vol3d)
 
 
 def _grid(n: int) -> int:

@@ -2,13 +2,8 @@
 a block of 256 iterates; LTIMES one program per (z, g) over a masked 32 x 64 tile of (m, d). Scalar
 floats are annotated ``tl.float64``: Triton passes a Python float as fp32 otherwise."""
 
-import linecache
-import tempfile
-
 import triton
 import triton.language as tl
-
-from ..apps.matvec_3d_stencil import BASES, coefficient_table
 
 
 @triton.jit
@@ -166,32 +161,41 @@ def vol3d(x, y, z, vol, jp, kp, vnormq: tl.float64, ibegin, iend, BLOCK: tl.cons
     tl.store(vol + i, v * vnormq, mask=m)
 
 
-def _matvec():
-    """The 27-term sum written out (generated from the stencil table, in the C sum's order)."""
-    lines = []
-    for n, (name, base, _, _) in enumerate(coefficient_table(0, 0)):
-        k = {"d": "-kp", "c": "", "u": "+kp"}[name[0]] + {"b": "-jp", "c": "", "f": "+jp"}[name[1]] + \
-            {"l": "-1", "c": "", "r": "+1"}[name[2]]
-        shift = {"ccr": "+1", "cfl": "-1+jp", "cfc": "+jp", "cfr": "+1+jp", "ubl": "-1-jp+kp", "ubc": "-jp+kp",
-                 "ubr": "+1-jp+kp", "ucl": "-1+kp", "ucc": "+kp", "ucr": "+1+kp", "ufl": "-1+jp+kp",
-                 "ufc": "+jp+kp", "ufr": "+1+jp+kp"}.get(name, "")
-        term = f"tl.load({base} + i{shift}, mask=m) * tl.load(x + i{k}, mask=m)"
-        lines.append(f"    s {'=' if n == 0 else '+='} {term}")
-    source = (f"def matvec_3d(b, x, real_zones, {', '.join(BASES)}, jp, kp, n, BLOCK: tl.constexpr):\n"
-              "    ii = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
-              "    m = ii < n\n"
-              "    i = tl.load(real_zones + ii, mask=m, other=0)\n"
-              + "\n".join(lines) + "\n"
-              "    tl.store(b + i, s, mask=m)\n")
-    # triton.jit reads the function's source: give it a real file
-    path = tempfile.NamedTemporaryFile("w", suffix="_matvec_3d_triton.py", delete=False)
-    path.write("import triton.language as tl\n\n\n" + source)
-    path.close()
-    linecache.checkcache(path.name)
-    scope = {"tl": tl, "__name__": "cubepy_rajaperf_matvec_triton"}
-    exec(compile("import triton.language as tl\n\n\n" + source, path.name, "exec"), scope)
-    return triton.jit(scope["matvec_3d"])
+@triton.jit
+def matvec_3d(b, x, real_zones, dbl, dbc, dbr, dcl, dcc, dcr, dfl, dfc, dfr, cbl, cbc, cbr, ccl, ccc, jp, kp, n,
+              BLOCK: tl.constexpr):
+    ii = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = ii < n
+    i = tl.load(real_zones + ii, mask=m, other=0)
+    s = tl.load(dbl + i, mask=m) * tl.load(x + i - kp - jp - 1, mask=m)
+    s += tl.load(dbc + i, mask=m) * tl.load(x + i - kp - jp, mask=m)
+    s += tl.load(dbr + i, mask=m) * tl.load(x + i - kp - jp + 1, mask=m)
+    s += tl.load(dcl + i, mask=m) * tl.load(x + i - kp - 1, mask=m)
+    s += tl.load(dcc + i, mask=m) * tl.load(x + i - kp, mask=m)
+    s += tl.load(dcr + i, mask=m) * tl.load(x + i - kp + 1, mask=m)
+    s += tl.load(dfl + i, mask=m) * tl.load(x + i - kp + jp - 1, mask=m)
+    s += tl.load(dfc + i, mask=m) * tl.load(x + i - kp + jp, mask=m)
+    s += tl.load(dfr + i, mask=m) * tl.load(x + i - kp + jp + 1, mask=m)
+    s += tl.load(cbl + i, mask=m) * tl.load(x + i - jp - 1, mask=m)
+    s += tl.load(cbc + i, mask=m) * tl.load(x + i - jp, mask=m)
+    s += tl.load(cbr + i, mask=m) * tl.load(x + i - jp + 1, mask=m)
+    s += tl.load(ccl + i, mask=m) * tl.load(x + i - 1, mask=m)
+    s += tl.load(ccc + i, mask=m) * tl.load(x + i, mask=m)
+    s += tl.load(ccl + i + 1, mask=m) * tl.load(x + i + 1, mask=m)
+    s += tl.load(cbr + i - 1 + jp, mask=m) * tl.load(x + i + jp - 1, mask=m)
+    s += tl.load(cbc + i + jp, mask=m) * tl.load(x + i + jp, mask=m)
+    s += tl.load(cbl + i + 1 + jp, mask=m) * tl.load(x + i + jp + 1, mask=m)
+    s += tl.load(dfr + i - 1 - jp + kp, mask=m) * tl.load(x + i + kp - jp - 1, mask=m)
+    s += tl.load(dfc + i - jp + kp, mask=m) * tl.load(x + i + kp - jp, mask=m)
+    s += tl.load(dfl + i + 1 - jp + kp, mask=m) * tl.load(x + i + kp - jp + 1, mask=m)
+    s += tl.load(dcr + i - 1 + kp, mask=m) * tl.load(x + i + kp - 1, mask=m)
+    s += tl.load(dcc + i + kp, mask=m) * tl.load(x + i + kp, mask=m)
+    s += tl.load(dcl + i + 1 + kp, mask=m) * tl.load(x + i + kp + 1, mask=m)
+    s += tl.load(dbr + i - 1 + jp + kp, mask=m) * tl.load(x + i + kp + jp - 1, mask=m)
+    s += tl.load(dbc + i + jp + kp, mask=m) * tl.load(x + i + kp + jp, mask=m)
+    s += tl.load(dbl + i + 1 + jp + kp, mask=m) * tl.load(x + i + kp + jp + 1, mask=m)
+    tl.store(b + i, s, mask=m)
 
 
 KERNELS = dict(del_dot_vec_2d=del_dot_vec_2d, energy=(energy1, energy2, energy3, energy4, energy5, energy6),
-               fir=fir, ltimes=ltimes, pressure=(pressure1, pressure2), vol3d=vol3d, matvec_3d=_matvec())
+               fir=fir, ltimes=ltimes, pressure=(pressure1, pressure2), vol3d=vol3d, matvec_3d=matvec_3d)
