@@ -65,7 +65,10 @@ def bench(args: argparse.Namespace) -> int:
               if not res.get("correct")]
     if failed:
         print(f"\n{len(failed)} contender(s) failed their check: {', '.join(failed)}")
-    return 1 if any(label.startswith("cubepy") for label in (f.split(" ", 2)[2] for f in failed)) else 0
+    for error in results.get("errors", []):
+        print(f"\n{error['kernel']} {error.get('size', '')} did not run: {error['error']}")
+    cubepy_failed = any(label.startswith("cubepy") for label in (f.split(" ", 2)[2] for f in failed))
+    return 1 if cubepy_failed or results.get("errors") else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import traceback
 from dataclasses import dataclass
 
 import cubepy as cb
@@ -89,12 +90,24 @@ def run(options: Options, log=print) -> dict:
     try:
         for size in sizes:
             for name in kernels:
-                run_ = KernelRun(APPS[name], size, device, pairs, peers, options.reps, log=bar.write)
-                results["rows"].append(run_.run())
+                try:
+                    row = KernelRun(APPS[name], size, device, pairs, peers, options.reps, log=bar.write).run()
+                    results["rows"].append(row)
+                except Exception as e:        # one kernel's failure is reported; the others still run
+                    results.setdefault("errors", []).append(
+                        {"kernel": name, "size": size, "error": f"{type(e).__name__}: {e}",
+                         "traceback": traceback.format_exc(limit=12)[-4000:]})
+                    bar.write(f"{name} {size} failed: {type(e).__name__}: {e}")
                 bar.step(f"{name} {size}")
         if options.transfer:
             from .transfer import transfer_study
-            results["transfer"] = transfer_study(device, options.transfer_reps, options.transfer_size)
+            try:
+                results["transfer"] = transfer_study(device, options.transfer_reps, options.transfer_size)
+            except Exception as e:
+                results.setdefault("errors", []).append(
+                    {"kernel": "transfer study", "error": f"{type(e).__name__}: {e}",
+                     "traceback": traceback.format_exc(limit=12)[-4000:]})
+                bar.write(f"transfer study failed: {type(e).__name__}: {e}")
             bar.step("transfer study")
     finally:
         bar.close()
