@@ -10,7 +10,7 @@ import pytest
 EXAMPLES = sorted(pathlib.Path(__file__).resolve().parents[2].joinpath("examples").glob("*.py"))
 
 
-NEEDS = {"torch_op": "torch", "jax_op": "jax"}        # examples of a framework adapter
+NEEDS = {"torch_op": "torch", "jax_op": "jax", "dask_map_blocks": "distributed", "torch_distributed": "torch"}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
