@@ -11,6 +11,7 @@ import numpy as np
 import cubepy as cb
 from cubepy.errors import ArgumentTypeError, CubeError
 from cubepy.lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
+from cubepy.log import logger
 from cubepy.runtime.devices import Device, current_device
 from cubepy.runtime.devices import device as get_device
 from cubepy.runtime.fake_launches import skipped
@@ -81,6 +82,8 @@ class Tuned:
         if fresh:
             cache.put(fresh)
         best = min(candidates, key=lambda c: times[c])
+        logger.info("autotune '%s' on %s, key %s: %s at %.4f ms (%d of %d configs measured now, the rest cached)",
+                    self.kernel.__name__, dev.name, key, best.label, times[best], len(fresh), len(candidates))
         if times[best] == float("inf"):      # every config failed: raise why (again, if it was cached)
             if failure is None:
                 self._measure(best, args, dev)

@@ -34,6 +34,7 @@ from .lang.builtins import BUILTINS as _BUILTINS
 from .lang.builtins import INTRINSICS as _INTRINSICS
 from .lang.region import Linear1D, Partitioning, Strided1D, Tile2D, UnsafePartitioning
 from .lang.types import Array, Comptime, Mut, Region, lines
+from .log import configure as _configure_logging
 from .runtime.devices import Device, current_device, device, devices, set_device, use_device
 from .runtime.graph_breaks import watch as _watch_torch_compile
 from .runtime.kernel import CubeFunction, KernelFunction, func, kernel
@@ -49,6 +50,7 @@ globals().update(_INTRINSICS)
 __version__ = "0.1.0"
 
 _watch_torch_compile()      # a launch under torch.compile is a clean graph break
+_configure_logging()
 
 __all__ = [
     "Array", "ArgumentTypeError", "ArgumentValueError", "BackendUnavailableError", "CompileError", "Comptime",

@@ -37,7 +37,17 @@ def cache_dir() -> Path:
 
 
 def log_level() -> str:
-    return os.environ.get("CUBEPY_LOG_LEVEL", "WARNING").upper()
+    return log_level_setting() or "WARNING"
+
+
+def log_level_setting() -> str | None:
+    """CUBEPY_LOG_LEVEL if set (DEBUG, INFO, WARNING, ERROR), else None."""
+    value = os.environ.get("CUBEPY_LOG_LEVEL", "").strip().upper()
+    if not value:
+        return None
+    if value not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise ValueError(f"CUBEPY_LOG_LEVEL={value!r}: use DEBUG, INFO, WARNING or ERROR")
+    return value
 
 
 def dump_ir_dir() -> Path | None:

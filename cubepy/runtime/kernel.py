@@ -15,6 +15,7 @@ from ..frontend.trace import trace_kernel
 from ..ir.nodes import Kernel
 from ..ir.printer import print_kernel
 from ..lang.types import LinesArg
+from ..log import logger
 from . import pickling
 from .args import Signature, bind_arguments, make_binder, match_arguments, quick_key, read_signature
 from .compiled import CompiledKernel
@@ -266,8 +267,12 @@ class KernelFunction:
             # a backend marks an executable loaded from its disk cache (a "may" of the contract)
             kind = "disk_loads" if getattr(hit[1], "from_disk", False) else "compiles"
             TOTALS[kind] += 1
+            ms = (time.perf_counter() - began) * 1e3
             if PROFILES:
-                record(self.__name__, **{kind: 1}, compile_ms=(time.perf_counter() - began) * 1e3)
+                record(self.__name__, **{kind: 1}, compile_ms=ms)
+            logger.info("kernel '%s' on %s: %s in %.1f ms (%s)", self.__name__, dev.name,
+                        "loaded from the disk cache" if kind == "disk_loads" else "compiled", ms,
+                        ", ".join(p.key()[0] + ":" + _kind_text(p) for p in params))
         return hit
 
     def __call__(self, *args, **kwargs):
@@ -277,6 +282,12 @@ class KernelFunction:
         """Pickle by reference (module-level kernels) or by value (source, names, options)."""
         return pickling.reduce(self, "kernel", self.fn, self.source_text,
                                {"checked": self.checked, "fastmath": self.fastmath})
+
+
+def _kind_text(p) -> str:
+    if p.kind == "comptime":
+        return repr(p.value)
+    return f"{p.kind} {p.dtype}" + (f"x{p.width}" if p.width > 1 else "") + (f" {p.ndim}-d" if p.ndim > 1 else "")
 
 
 def _dump_ir(folder, kernel: Kernel) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentTypeError, caller_loc
+from ..log import logger
 from .device_arrays import RAW_READERS, DeviceArray, describer, register_device_array
 from .devices import Device, current_device
 from .devices import device as get_device
@@ -259,6 +260,7 @@ def note_upload(kernel_name: str, param_name: str, array: np.ndarray) -> None:
         message = (f"kernel '{kernel_name}': argument '{param_name}' is the same NumPy array on each of the last "
                    f"{entry[1]} launches and is copied to the device every time; copy it once with "
                    f"{param_name}_dev = cb.preload({param_name}) (cb.preload_mut for Mut arguments) and pass that")
+        logger.info("transfer warning: %s", message)
         if loc is None:
             warnings.warn(message, TransferWarning, stacklevel=2)
         else:
