@@ -87,3 +87,11 @@ def poisoned(shape, dtype) -> np.ndarray:
     if dtype.kind == "b":
         return np.ones(shape, dtype)
     return np.full(shape, np.iinfo(dtype).max - 3, dtype)
+
+
+def subprocess_env(**extra: str) -> dict:
+    """The environment for a test's child Python: the repository first on PYTHONPATH (kept after it,
+    so carried packages stay visible), plus ``extra``."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}

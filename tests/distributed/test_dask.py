@@ -7,13 +7,14 @@ of blocking the suite.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import subprocess_env
 
 pytest.importorskip("distributed")
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +63,7 @@ PROGRAM = textwrap.dedent('''
 def _cluster_run(tmp_path: Path, cache: Path, seed: int) -> dict:
     script = tmp_path / "dask_program.py"
     script.write_text(PROGRAM)
-    env = {**os.environ, "CUBEPY_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT), "CUBEPY_DEVICE": "cpu"}
+    env = subprocess_env(CUBEPY_CACHE_DIR=str(cache), CUBEPY_DEVICE="cpu")
     run = subprocess.run([sys.executable, str(script), str(seed)], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=240)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -81,3 +82,48 @@ def test_map_blocks_on_a_two_worker_cluster_compiles_once_and_a_new_cluster_find
     assert again["first"] and again["second"]
     assert sum(s["compiles"] for s in again["waves"][0]) == 0
     assert sum(s["disk_loads"] for s in again["waves"][0]) == sum(s["traces"] for s in again["waves"][0]) >= 1
+
+
+CUPY_PROGRAM = textwrap.dedent('''
+    import json
+    import cupy, dask.array as da, numpy as np
+    from distributed import Client, LocalCluster
+    import cubepy as cb
+    import cubepy.dask
+    from cubepy import Array, Mut, f32
+
+    @cb.kernel
+    def triple(x: Array[f32], out: Mut[Array[f32]]):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            out[i] = x[i] * 3.0
+
+    if __name__ == "__main__":
+        data = np.arange(80_000, dtype=np.float32)
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \\
+                Client(cluster) as client:
+            x = da.from_array(data, chunks=20_000).map_blocks(cupy.asarray)      # CuPy chunks on the worker
+            y = cubepy.dask.map_blocks(triple, x, count=lambda s: (s[0] + 255) // 256, dim=256)
+            result = y.compute()
+            kind = type(result).__module__.split(".")[0]
+            print(json.dumps({"same": bool(np.array_equal(cupy.asnumpy(result), data * 3)), "library": kind}))
+''')
+
+
+def _cuda() -> bool:
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU with CuPy")
+def test_cupy_chunks_run_in_place_on_cuda_workers(tmp_path):
+    script = tmp_path / "dask_cupy.py"
+    script.write_text(CUPY_PROGRAM)
+    env = subprocess_env(CUBEPY_CACHE_DIR=str(tmp_path / "cache"))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=240)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"same": True, "library": "cupy"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -16,6 +15,7 @@ import cubepy as cb
 from cubepy import Array, Mut, f32
 from cubepy.runtime import disk_cache
 from cubepy.runtime.disk_cache import DiskCache
+from tests.conftest import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,7 +98,7 @@ CONCURRENT = textwrap.dedent('''
 def test_four_processes_compiling_one_kernel_compile_it_once(tmp_path):
     script = tmp_path / "compile_race.py"
     script.write_text(CONCURRENT)
-    env = {**os.environ, "CUBEPY_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    env = subprocess_env(CUBEPY_CACHE_DIR=str(tmp_path / "cache"))
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads(run.stdout.strip().splitlines()[-1])

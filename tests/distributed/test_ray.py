@@ -3,13 +3,14 @@ launch. Ray is not in the test extras (its install is large); the test runs wher
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import subprocess_env
 
 pytest.importorskip("ray")
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ PROGRAM = textwrap.dedent('''
 def test_a_kernel_runs_in_ray_tasks_before_and_after_a_launch(tmp_path):
     script = tmp_path / "ray_program.py"
     script.write_text(PROGRAM)
-    env = {**os.environ, "CUBEPY_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    env = subprocess_env(CUBEPY_CACHE_DIR=str(tmp_path / "cache"))
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
                          timeout=240)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import subprocess_env
+
 pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_two_gloo_ranks_run_a_cubepy_op_and_all_reduce(tmp_path):
-    env = {**os.environ, "CUBEPY_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT), "CUBEPY_DEVICE": "cpu"}
+    env = subprocess_env(CUBEPY_CACHE_DIR=str(tmp_path / "cache"), CUBEPY_DEVICE="cpu")
     run = subprocess.run([sys.executable, str(ROOT / "examples" / "torch_distributed.py"), "--backend", "gloo"],
                          capture_output=True, text=True, env=env, timeout=240)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -10,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.conftest import subprocess_env
 
 torch = pytest.importorskip("torch")
 
@@ -164,7 +165,7 @@ def test_launches_break_the_graph_whatever_the_import_order():
         assert torch.allclose(out, 2 * x + y + 1)
         print("graphs", e.graph_count, e.graph_break_count)
     """)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = subprocess_env()
     run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, cwd=ROOT,
                          timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
