@@ -28,6 +28,7 @@ from .errors import (
     LaunchError,
     OutOfBoundsError,
     RaceError,
+    ToolchainError,
 )
 from .ir.types import DType, bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .lang.builtins import BUILTINS as _BUILTINS
@@ -57,8 +58,8 @@ __all__ = [
     "CubeCount", "CubeDim", "CubeError", "CubeFunction", "CubeIndexError", "CubeNameError", "CubeSyntaxError",
     "CubeTypeError", "CubeValueError", "DType", "Device", "DeviceProperties", "DivergenceError", "KernelFunction",
     "LaunchError", "Linear1D", "Mut", "OutOfBoundsError", "Partitioning", "RaceError", "Region", "Resident",
-    "Strided1D", "Tile2D", "TransferWarning", "UnsafePartitioning", "bf16", "bool_", "compile_stats",
-    "current_device", "device", "devices", "f16", "f32", "f64", "from_dlpack", "func", "i8", "i16", "i32", "i64",
-    "kernel", "lines", "preload", "preload_mut", "profile", "set_device", "u8", "u16", "u32", "u64", "use_device",
-    "verify_partitioning", *_BUILTINS, *_INTRINSICS,
+    "ToolchainError", "Strided1D", "Tile2D", "TransferWarning", "UnsafePartitioning", "bf16", "bool_",
+    "compile_stats", "current_device", "device", "devices", "f16", "f32", "f64", "from_dlpack", "func", "i8", "i16",
+    "i32", "i64", "kernel", "lines", "preload", "preload_mut", "profile", "set_device", "u8", "u16", "u32", "u64",
+    "use_device", "verify_partitioning", *_BUILTINS, *_INTRINSICS,
 ]

@@ -44,6 +44,10 @@ class CompileError(CubeError):
     """A kernel that cannot be compiled; raised while tracing or checking the IR."""
 
 
+class ToolchainError(CompileError, RuntimeError):
+    """A vendor compiler (NVRTC, hiprtc, an OpenCL driver) rejected the code cubepy generated."""
+
+
 class CubeTypeError(CompileError, TypeError):
     """Wrong types in kernel code (or a write to a read-only array)."""
 

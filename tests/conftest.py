@@ -33,6 +33,11 @@ def pytest_report_header(config):
     return f"cubepy test seed: CUBEPY_TEST_SEED={_SEED}"
 
 
+def pytest_terminal_summary(terminalreporter):
+    # -q (the default options) hides the header: say the seed again where every run shows it
+    terminalreporter.write_line(f"cubepy test seed: CUBEPY_TEST_SEED={_SEED} (set it to rerun with the same inputs)")
+
+
 def _backends() -> list[str]:
     wanted = os.environ.get("CUBEPY_TEST_DEVICES")
     names = [n.strip() for n in wanted.split(",")] if wanted else ["interp", "cpu", "opencl", "cuda"]

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from cubepy.errors import ArgumentTypeError, ArgumentValueError, BackendUnavailableError, CompileError
+from cubepy.errors import ArgumentTypeError, ArgumentValueError, BackendUnavailableError, ToolchainError
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime import dlpack
 from cubepy.runtime.backend import DirectLauncher
@@ -153,7 +153,7 @@ class CudaBackend:
             try:
                 function = module.get_function(rendered.name)
             except Exception as e:
-                raise CompileError(f"NVRTC rejected the generated CUDA code: {e}", kernel.name) from None
+                raise ToolchainError(f"NVRTC rejected the generated CUDA code: {e}", kernel.name) from None
             if rendered.dynamic_shared_bytes:     # opt in to more than 48 KiB of shared memory
                 drv = cp.cuda.driver
                 drv.funcSetAttribute(function.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -174,7 +174,7 @@ class CudaBackend:
                 kept = tuple(o for o in options if "architecture" not in o)
                 return cp.RawModule(code=rendered.source, options=kept), False
             except Exception as e:
-                raise CompileError(f"NVRTC rejected the generated CUDA code: {e}", rendered.name) from None
+                raise ToolchainError(f"NVRTC rejected the generated CUDA code: {e}", rendered.name) from None
         module = cp.cuda.function.Module()
         try:
             module.load(cubin)
@@ -420,7 +420,8 @@ def _nvrtc_cubin(cp, rendered: Rendered, options) -> bytes:
                 log = nvrtc.getProgramLog(prog)
             except Exception:
                 pass
-            raise CompileError(f"NVRTC rejected the generated CUDA code: {e}\n{log}".rstrip(), rendered.name) from None
+            message = f"NVRTC rejected the generated CUDA code: {e}\n{log}".rstrip()
+            raise ToolchainError(message, rendered.name) from None
         return nvrtc.getCUBIN(prog)
     finally:
         nvrtc.destroyProgram(prog)

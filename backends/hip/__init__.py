@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from cubepy.errors import ArgumentValueError, BackendUnavailableError, CompileError
+from cubepy.errors import ArgumentValueError, BackendUnavailableError, ToolchainError
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime.disk_cache import DiskCache
 from cubepy.runtime.events import not_recorded
@@ -122,7 +122,7 @@ class HipBackend:
                 size = _check(hiprtc.hiprtcGetProgramLogSize(prog))
                 log = bytearray(size)
                 hiprtc.hiprtcGetProgramLog(prog, log)
-                raise CompileError(f"hiprtc rejected the generated HIP code:\n{log.decode(errors='replace')}",
+                raise ToolchainError(f"hiprtc rejected the generated HIP code:\n{log.decode(errors='replace')}",
                                    kernel.name)
             size = _check(hiprtc.hiprtcGetCodeSize(prog), "hiprtcGetCodeSize")
             buf = bytearray(size)

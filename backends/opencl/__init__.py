@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from cubepy.errors import ArgumentTypeError, ArgumentValueError, BackendUnavailableError, CompileError
+from cubepy.errors import ArgumentTypeError, ArgumentValueError, BackendUnavailableError, ToolchainError
 from cubepy.ir.nodes import Buffer, Kernel
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.events import not_recorded
@@ -218,7 +218,7 @@ class OpenCLBackend:
         try:
             return cl.Program(state.context, rendered.source).build(options=list(OPENCL.fp_flags[kernel.fastmath]))
         except cl.RuntimeError as e:
-            raise CompileError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
+            raise ToolchainError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
 
     def source(self, kernel: Kernel, executable: Executable | None, properties: DeviceProperties, form: str) -> str:
         return executable.rendered.source if executable is not None else self.render(kernel).source

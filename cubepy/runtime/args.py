@@ -5,6 +5,7 @@ Every error here names the kernel, the parameter, the value and the fix.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +74,8 @@ def bind_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) 
     specs, host = [], []
     for name, ann, value in zip(sig.names, sig.annotations, values):
         if isinstance(ann, ComptimeSpec):
+            if isinstance(value, np.generic):           # a NumPy int is the Python int it holds
+                value = value.item()
             _check_comptime(kernel_name, name, ann, value)
             specs.append(ParamSpec(name, "comptime", value=value))
             host.append(None)
@@ -134,6 +137,8 @@ def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
     for is_comptime, a in zip(comptime, args):
         cls = a.__class__
         if is_comptime:
+            if cls not in (int, float, bool, str) and not _hashable(a):
+                return None                    # the full check names the parameter and the problem
             key.append((cls, a))
         elif cls is np.ndarray:
             flags = a.flags
@@ -263,6 +268,14 @@ def match_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str)
         raise ArgumentTypeError(f"takes {len(sig.names)} arguments ({', '.join(sig.names)}) but "
                                 f"{len(args)} were given", kernel_name)
     values = list(args)
+    unknown = [k for k in kwargs if k not in sig.names]
+    if unknown:
+        hints = []
+        for k in unknown:
+            close = difflib.get_close_matches(k, sig.names[len(args):], n=1)
+            hints.append(f"'{k}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        raise ArgumentTypeError(f"unexpected argument{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; the "
+                                f"parameters are {', '.join(sig.names)}", kernel_name)
     for name, default in zip(sig.names[len(args):], sig.defaults[len(args):]):
         if name in kwargs:
             values.append(kwargs.pop(name))
@@ -271,16 +284,24 @@ def match_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str)
         else:
             raise ArgumentTypeError(f"missing argument for parameter '{name}'", kernel_name)
     if kwargs:
-        raise ArgumentTypeError(f"unexpected argument(s) {', '.join(kwargs)}", kernel_name)
+        given = ", ".join(f"'{k}'" for k in kwargs)
+        raise ArgumentTypeError(f"argument {given} given by position and by name", kernel_name)
     return values
 
 
-def _check_comptime(kernel_name, name, ann, value):
+def _hashable(value) -> bool:
     try:
         hash(value)
     except TypeError:
-        raise ArgumentTypeError(f"Comptime parameter '{name}' needs a hashable value, got "
-                                f"{type(value).__name__}", kernel_name) from None
+        return False
+    return True
+
+
+def _check_comptime(kernel_name, name, ann, value):
+    if not _hashable(value):
+        hint = " (a NumPy array: pass a Python number, or an Array parameter)" if isinstance(value, np.ndarray) else ""
+        raise ArgumentTypeError(f"Comptime parameter '{name}' needs a hashable value such as an int, got "
+                                f"{type(value).__name__}{hint}", kernel_name)
     if ann.pytype in (int, float, bool) and not isinstance(value, ann.pytype):
         if not (ann.pytype is float and isinstance(value, int)):
             raise ArgumentTypeError(f"Comptime[{ann.pytype.__name__}] parameter '{name}' got "
@@ -357,8 +378,11 @@ def _check_array_facts(kernel_name, name, ann, array, mutable, readonly, given):
     if array.ndim == 0:
         raise ArgumentTypeError(f"parameter '{name}' expects an array, got a 0-d array", kernel_name)
     if mutable and readonly:
-        raise ArgumentValueError(f"parameter '{name}' is Mut but the array passed is read-only; "
-                                 "pass a writable copy (array.copy())", kernel_name)
+        if type(given).__name__ == "Resident":
+            fix = "make the handle with cb.preload_mut(...), which kernels may write"
+        else:
+            fix = "pass a writable copy (array.copy())"
+        raise ArgumentValueError(f"parameter '{name}' is Mut but the array passed is read-only; {fix}", kernel_name)
     return array
 
 

@@ -28,7 +28,7 @@ from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES
 from .profiling import record_launch
 from .topology import check_limits, topology
-from .warm_path import WarmPath, direct_warm_path, generic_warm_path
+from .warm_path import WarmPath, direct_warm_path, empty_warm_path, generic_warm_path
 
 if TYPE_CHECKING:
     from .devices import Device
@@ -128,7 +128,10 @@ class CompiledKernel:
         key = (count, dim or self.cube_dim)
         found = self.warm_paths.get(key)
         if found is None:
-            found = direct_warm_path(self, *key) or generic_warm_path(self, *key)
+            if 0 in count:            # nothing runs: the arguments are still checked
+                found = empty_warm_path(self)
+            else:
+                found = direct_warm_path(self, *key) or generic_warm_path(self, *key)
             self.warm_paths[key] = found
         return found
 
@@ -139,7 +142,10 @@ class CompiledKernel:
                                    self.device.properties, options)
 
     def run_profiled(self, count: tuple, values: list, stream: Any = None) -> None:
-        """`run`, with events around it while a ``cb.profile()`` is active."""
+        """`run`, with events around it while a ``cb.profile()`` is active; a cube count with a
+        zero extent runs (and copies) nothing."""
+        if 0 in count:
+            return
         if PROFILES:
             start = self.device.event()
             start.record()

@@ -189,7 +189,11 @@ def current_device() -> Device:
     if _current is None:
         named = settings.default_device()
         if named:
-            _current = device(named)
+            try:
+                _current = device(named)
+            except (ArgumentValueError, BackendUnavailableError) as e:
+                raise type(e)(f"CUBEPY_DEVICE={named!r}: {e.message}; set CUBEPY_DEVICE to an available device "
+                              "(cubepy devices lists them) or unset it") from None
         else:
             for d in devices():
                 if d.available and not (d.backend_name == "opencl" and not d.properties.supports("gpu")):

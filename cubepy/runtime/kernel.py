@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from .. import settings
 from ..errors import ArgumentTypeError, ArgumentValueError, LaunchError, caller_loc
 from ..frontend.source import capture_source, function_source
@@ -131,6 +133,9 @@ class KernelFunction:
         # classes are checked first so that True never finds the launcher made for 1.
         plain = config.__class__ is tuple and len(config) == 2 and config[0].__class__ is int \
             and config[1].__class__ is int
+        if not plain and config.__class__ is tuple and len(config) == 2 and all(
+                isinstance(v, np.integer) for v in config):
+            config, plain = (int(config[0]), int(config[1])), True        # NumPy ints from array arithmetic
         if plain:
             found = self._launchers.get(config)
             if found is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -11,11 +12,25 @@ if TYPE_CHECKING:
     from .devices import Device
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class _Extent3:
     x: int = 1
     y: int = 1
     z: int = 1
+
+    def __init__(self, *extents, **named):
+        kind = type(self).__name__
+        if len(extents) > 3:
+            raise TypeError(f"cb.{kind} takes up to 3 extents (x, y, z), got {len(extents)}: {extents}")
+        values = dict(zip("xyz", extents))
+        for axis, value in named.items():
+            if axis not in "xyz" or len(axis) != 1:
+                raise TypeError(f"cb.{kind} takes the extents x, y and z, not {axis!r}")
+            if axis in values:
+                raise TypeError(f"cb.{kind}: extent {axis} given twice")
+            values[axis] = value
+        for axis in "xyz":
+            object.__setattr__(self, axis, values.get(axis, 1))
 
     def as_tuple(self) -> tuple[int, int, int]:
         return (self.x, self.y, self.z)
@@ -30,7 +45,8 @@ class CubeCount(_Extent3):
 
 
 def topology(value, what: str, kernel_name: str) -> tuple[int, int, int]:
-    """``value`` (an int, a tuple of up to 3 ints, a CubeDim or CubeCount) as an (x, y, z) tuple."""
+    """``value`` (an int, a tuple of up to 3 ints, a CubeDim or CubeCount; NumPy integers too)
+    as an (x, y, z) tuple. A CubeCount may have a zero extent: the launch then runs nothing."""
     if value.__class__ is int and value >= 1:   # the common case, without building anything
         return (value, 1, 1)
     return parse_topology(value, what, kernel_name)
@@ -39,16 +55,29 @@ def topology(value, what: str, kernel_name: str) -> tuple[int, int, int]:
 def parse_topology(value, what: str, kernel_name: str) -> tuple[int, int, int]:
     if isinstance(value, _Extent3):
         t = value.as_tuple()
-    elif isinstance(value, int) and not isinstance(value, bool):
-        t = (value, 1, 1)
     elif isinstance(value, tuple) and 1 <= len(value) <= 3:
         t = tuple(value) + (1,) * (3 - len(value))
+    elif _integer(value) is not None:
+        t = (value, 1, 1)
     else:
         raise ArgumentTypeError(f"{what} must be an int, a tuple of up to 3 ints or cb.{what}, got {value!r}",
                                 kernel_name)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in t):
-        raise ArgumentValueError(f"{what} must hold positive ints, got {t}", kernel_name)
-    return t
+    ints = tuple(_integer(v) for v in t)
+    least = 0 if what == "CubeCount" else 1
+    if any(v is None or v < least for v in ints):
+        kind = "non-negative" if least == 0 else "positive"
+        raise ArgumentValueError(f"{what} must hold {kind} ints, got {t}", kernel_name)
+    return ints
+
+
+def _integer(value) -> int | None:
+    """``value`` as an int if it is an integer (an int or a NumPy integer, not a bool), else None."""
+    if isinstance(value, bool) or hasattr(value, "dtype") and value.dtype.kind == "b":
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 
 def check_limits(kernel_name: str, dev: Device, count, dim) -> None:

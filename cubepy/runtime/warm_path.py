@@ -44,6 +44,15 @@ def generic_warm_path(compiled: CompiledKernel, count: tuple, dim: tuple) -> War
     return warm
 
 
+def empty_warm_path(compiled: CompiledKernel) -> WarmPath:
+    """A launch of zero cubes: the binder's checks, then nothing."""
+    bind = compiled.bind
+
+    def warm(args: tuple) -> bool:
+        return bind(args) is not None
+    return warm
+
+
 def direct_warm_path(compiled: CompiledKernel, count: tuple, dim: tuple) -> WarmPath | None:
     """The generated warm path of ``compiled`` at this launch shape, or None when an argument's kind
     or the backend rules it out."""
