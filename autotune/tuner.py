@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import statistics
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,8 +39,13 @@ class Tuned:
                                         kernel.__name__)
         self.kernel, self.grid, self.key_of = kernel, grid, key or self._default_key
         self._grid_takes_comptime = len(inspect.signature(grid).parameters) >= 3
+        sig = kernel.signature
+        self._kinds = tuple(("tuned" if n in (comptime or {}) else "comptime") if isinstance(a, ComptimeSpec) else
+                            "array" if isinstance(a, (ArraySpec, RegionSpec)) else "scalar"
+                            for n, a in zip(sig.names, sig.annotations))
         self.dims, self.comptime, self.reps, self.rounds = dims, dict(comptime or {}), reps, rounds
         self._best: dict[tuple, Config] = {}
+        self._chosen: dict[tuple, Config] = {}     # (device, key of the arguments) -> config, for repeat calls
         self.measured = 0          # configs measured by this object (cache hits measure none)
 
     # --- public -----------------------------------------------------------------------------
@@ -48,7 +54,15 @@ class Tuned:
         if skipped():               # fake tensors (a derived fake implementation): nothing to tune or run
             return
         dev = self._device(device)
-        config = self.best(*args, device=dev)
+        key = (id(dev), self.key_of(args))
+        try:
+            config = self._chosen.get(key)
+        except TypeError:           # a user key that is not hashable: the text form below
+            key, config = None, None
+        if config is None:
+            config = self.best(*args, device=dev)
+            if key is not None:
+                self._chosen[key] = config
         self._launch(config, args, dev)
 
     def best(self, *args, device: Device | str | None = None) -> Config:
@@ -135,20 +149,29 @@ class Tuned:
     # --- keys -------------------------------------------------------------------------------
 
     def _key_text(self, args: tuple) -> str:
-        return repr(self.key_of(args))
+        """The key as text (what the disk cache stores): shapes as ints, dtypes by name."""
+        key = self.key_of(args)
+        if self.key_of == self._default_key:
+            key = tuple((tuple(int(s) for s in k[0]), str(k[1]).rpartition(".")[2], k[2]) if isinstance(k, tuple)
+                        and len(k) == 3 else k for k in key)
+        return repr(key)
 
     def _default_key(self, args: tuple) -> tuple:
-        """Shapes and dtypes of the arrays, types of the scalars, values of untuned Comptimes."""
-        sig, out = self.kernel.signature, []
-        for arg, ann, name in zip(args, sig.annotations, sig.names):
-            if isinstance(ann, ComptimeSpec):
-                out.append(arg if name not in self.comptime else None)
-            elif isinstance(ann, (ArraySpec, RegionSpec)):
-                width = arg.width if isinstance(arg, LinesArg) else 1
-                inner = arg.array if isinstance(arg, LinesArg) else arg
-                out.append((tuple(int(s) for s in inner.shape), _dtype_name(inner), width))
+        """Shapes and dtypes of the arrays (the objects themselves: cheap to build and to hash on
+        every call; `_key_text` spells them out), types of the scalars, untuned Comptime values."""
+        out = []
+        for arg, kind in zip(args, self._kinds):
+            if kind == "comptime":
+                out.append(arg)
+            elif kind == "tuned":
+                out.append(None)
+            elif kind == "array":
+                if arg.__class__ is LinesArg:
+                    out.append((arg.array.shape, _dtype(arg.array), arg.width))
+                else:
+                    out.append((arg.shape, _dtype(arg), 1))
             else:
-                out.append(type(arg).__name__)
+                out.append(arg.__class__.__name__)
         return tuple(out)
 
     def _device(self, device) -> Device:
@@ -187,10 +210,10 @@ def _device_key(dev: Device) -> str:
     return f"{p.backend}|{p.name}|plane={p.plane_dim}|cubepy={cb.__version__}"
 
 
-def _dtype_name(a) -> str:
-    """The element type's name, alike for NumPy, CuPy, JAX ("float32") and torch ("torch.float32")."""
+def _dtype(a) -> Any:
+    """The element type (a NumPy, CuPy, JAX or torch dtype; its text names it alike in all of them)."""
     dtype = getattr(a, "dtype", None)
-    return str(dtype if dtype is not None else np.asarray(a).dtype).rpartition(".")[2]
+    return dtype if dtype is not None else np.asarray(a).dtype
 
 
 def _copy(value, name: str, kernel_name: str):

@@ -141,6 +141,26 @@ class CompiledKernel:
         self.device.backend.launch(self.executable, self.ir_module, count, dim, [values[i] for i in self.order],
                                    self.device.properties, options)
 
+    def run_warm(self, warm: WarmPath, args: tuple, stream: Any) -> bool:
+        """A warm path on ``stream`` (made current where the backend can) and inside a
+        ``cb.profile()`` (between two events); False, having launched nothing, where it cannot."""
+        if stream is not None:
+            use = getattr(self.device.backend, "use_stream", None)
+            if use is None:
+                return False
+            with use(stream, self.device.properties):
+                return self.run_warm(warm, args, None)
+        if not PROFILES:
+            return warm(args)
+        start = self.device.event()
+        start.record()
+        if not warm(args):
+            return False
+        stop = self.device.event()
+        stop.record()
+        record_launch(self.kernel_name, start, stop)
+        return True
+
     def run_profiled(self, count: tuple, values: list, stream: Any = None) -> None:
         """`run`, with events around it while a ``cb.profile()`` is active; a cube count with a
         zero extent runs (and copies) nothing."""
@@ -206,9 +226,10 @@ class CompiledLauncher:
         self.warm = compiled.warm_path(count)
 
     def __call__(self, *args, stream: Any = None, **kwargs) -> None:
-        if stream is None and not kwargs and not PROFILES and not SKIPPING:
+        if not kwargs and not SKIPPING:
             try:
-                if self.warm(args):
+                if self.warm(args) if stream is None and not PROFILES else \
+                        self.compiled.run_warm(self.warm, args, stream):
                     return
             except LaunchError as e:
                 if e.loc is None:

@@ -28,7 +28,7 @@ from .fake_launches import SKIPPING, skipped
 from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES
 from .profiling import TOTALS, record
-from .topology import check_limits, topology
+from .topology import CubeCount, CubeDim, check_limits, topology
 
 
 def _classes(args) -> tuple:
@@ -42,6 +42,13 @@ def _check_device_arrays(kernel_name: str, dev: Device, names, values) -> None:
             raise ArgumentTypeError(f"parameter '{name}' is an array in {value.platform} device memory, which "
                                     f"device '{dev.name}' cannot read; launch on a {value.platform} device or "
                                     "pass a host (NumPy) array", kernel_name)
+
+
+def _cacheable(extent) -> bool:
+    """Whether a launch extent can key the launcher cache (ints only, never a bool)."""
+    cls = extent.__class__
+    return cls is int or cls is CubeCount or cls is CubeDim or (
+        cls is tuple and all(v.__class__ is int for v in extent))
 
 
 class Launcher:
@@ -65,12 +72,15 @@ class Launcher:
         # launcher, on the current stream; it returns False if any kind differs. The topology
         # was checked when the compiled kernel was made.
         last = self._last
-        if last is not None and stream is None and not kwargs and not PROFILES and not SKIPPING:
+        if last is not None and not kwargs and not SKIPPING:
             warm, device_arg, was_checked, had_races, compiled = last
             if device is device_arg and checked is was_checked and races is had_races and (
                     device is not None or current_device() is compiled.device):
                 try:
-                    if warm(args):
+                    if stream is None and not PROFILES:
+                        if warm(args):
+                            return
+                    elif compiled.run_warm(warm, args, stream):
                         return
                 except LaunchError as e:
                     if e.loc is None:
@@ -129,13 +139,14 @@ class KernelFunction:
         return function_source(self.fn).digest
 
     def __getitem__(self, config) -> Launcher:
-        # Reuse the launcher for plain int configurations (the common kernel[count, dim] call);
-        # classes are checked first so that True never finds the launcher made for 1.
+        # Reuse the launcher of a configuration seen before: ints, tuples of ints, cb.CubeCount and
+        # cb.CubeDim (classes are checked, so that True never finds the launcher made for 1).
         plain = config.__class__ is tuple and len(config) == 2 and config[0].__class__ is int \
             and config[1].__class__ is int
-        if not plain and config.__class__ is tuple and len(config) == 2 and all(
-                isinstance(v, np.integer) for v in config):
-            config, plain = (int(config[0]), int(config[1])), True        # NumPy ints from array arithmetic
+        if not plain and config.__class__ is tuple and len(config) == 2:
+            if all(isinstance(v, np.integer) for v in config):
+                config = (int(config[0]), int(config[1]))      # NumPy ints from array arithmetic
+            plain = _cacheable(config[0]) and _cacheable(config[1])
         if plain:
             found = self._launchers.get(config)
             if found is not None:
@@ -157,12 +168,7 @@ class KernelFunction:
         handle (int); on ``opencl`` a ``pyopencl.CommandQueue`` of the device's context. Launches
         on the current stream (``with cupy.cuda.Stream(): ...``) take the faster warm path.
         """
-        try:
-            self._launch(count, dim, args, kwargs, device, checked, races, stream)
-        except LaunchError as e:
-            if e.loc is None:   # point at the user's launch line
-                e.loc = caller_loc()
-            raise
+        self[count, dim](*args, device=device, checked=checked, races=races, stream=stream, **kwargs)
 
     def compile(self, *args, dim, count=None, device: Device | str | None = None, checked: bool | None = None,
                 races: bool = False, **kwargs) -> CompiledKernel:

@@ -18,19 +18,17 @@ class _Extent3:
     y: int = 1
     z: int = 1
 
-    def __init__(self, *extents, **named):
+    def __init__(self, x=1, y=1, z=1, *more, **unknown):
         kind = type(self).__name__
-        if len(extents) > 3:
-            raise TypeError(f"cb.{kind} takes up to 3 extents (x, y, z), got {len(extents)}: {extents}")
-        values = dict(zip("xyz", extents))
-        for axis, value in named.items():
-            if axis not in "xyz" or len(axis) != 1:
-                raise TypeError(f"cb.{kind} takes the extents x, y and z, not {axis!r}")
-            if axis in values:
-                raise TypeError(f"cb.{kind}: extent {axis} given twice")
-            values[axis] = value
-        for axis in "xyz":
-            object.__setattr__(self, axis, values.get(axis, 1))
+        if more:
+            raise TypeError(f"cb.{kind} takes up to 3 extents (x, y, z), got {3 + len(more)}: {(x, y, z, *more)}")
+        if unknown:
+            raise TypeError(f"cb.{kind} takes the extents x, y and z, not {', '.join(map(repr, unknown))}")
+        if x.__class__ is not int or y.__class__ is not int or z.__class__ is not int:
+            x, y, z = (_extent(kind, axis, v) for axis, v in zip("xyz", (x, y, z)))
+        object.__setattr__(self, "x", x)
+        object.__setattr__(self, "y", y)
+        object.__setattr__(self, "z", z)
 
     def as_tuple(self) -> tuple[int, int, int]:
         return (self.x, self.y, self.z)
@@ -68,6 +66,13 @@ def parse_topology(value, what: str, kernel_name: str) -> tuple[int, int, int]:
         kind = "non-negative" if least == 0 else "positive"
         raise ArgumentValueError(f"{what} must hold {kind} ints, got {t}", kernel_name)
     return ints
+
+
+def _extent(kind: str, axis: str, value) -> int:
+    extent = _integer(value)
+    if extent is None:
+        raise TypeError(f"cb.{kind}: extent {axis} must be an int, got {value!r}")
+    return extent
 
 
 def _integer(value) -> int | None:

@@ -1,0 +1,114 @@
+"""Host cost of one warm launch, for every documented way to launch, measured in one run, interleaved.
+
+    python benchmarks/gpu/launch_forms.py [--device cuda|cpu] [--out results.json]
+
+On ``cuda`` the arrays are CuPy arrays and the peer is ``cupy.RawKernel`` (target: every form at most
+RawKernel + 3 us); on ``cpu`` they are NumPy arrays (target: at most 10 us). Median over rounds of
+200 launches, the device synchronized after each round, rounds of all forms interleaved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+from cubepy.autotune import autotune
+
+import cubepy as cb
+from cubepy import Array, Comptime, Mut, f32
+
+ROUNDS, CALLS, N = 21, 200, 4096
+
+
+@cb.kernel
+def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = a * x[i] + y[i]
+
+
+@cb.kernel
+def saxpy3(x: Array[f32], y: Mut[Array[f32]], a: f32, unused: Comptime[int]):
+    i = cb.ABSOLUTE_POS_X + cb.CUBE_DIM_X * cb.CUBE_COUNT_X * (cb.ABSOLUTE_POS_Y + cb.CUBE_DIM_Y * cb.CUBE_COUNT_Y
+                                                              * cb.ABSOLUTE_POS_Z)
+    if i < len(x):
+        y[i] = a * x[i] + y[i]
+
+
+RAW = r'''extern "C" __global__ void saxpy1(const float* __restrict__ x, float* __restrict__ y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }'''
+
+
+def forms(dev, x, y, stream):
+    cubes = N // 256
+    tuned = autotune(saxpy, lambda args, dim: (len(args[0]) + dim[0] - 1) // dim[0], dims=[256], reps=2, rounds=1)
+    fns = {
+        "k[16, 256](...)": lambda: saxpy[cubes, 256](x, y, 2.0, device=dev),
+        "k[(16,), (256,)](...)": lambda: saxpy[(cubes,), (256,)](x, y, 2.0, device=dev),
+        "k[cb.CubeCount(16), cb.CubeDim(256)](...)": lambda: saxpy[cb.CubeCount(cubes), cb.CubeDim(256)](
+            x, y, 2.0, device=dev),
+        "3-D: k[(4, 2, 2), (32, 4, 2)](...)": lambda: saxpy3[(4, 2, 2), (32, 4, 2)](x, y, 2.0, 0, device=dev),
+        "k.launch(16, 256, ...)": lambda: saxpy.launch(cubes, 256, x, y, 2.0, device=dev),
+        "default device: k[16, 256](...)": lambda: saxpy[cubes, 256](x, y, 2.0),
+        "autotuned: tuned(...)": lambda: tuned(x, y, 2.0, device=dev),
+    }
+    if stream is not None:
+        fns["k[16, 256](..., stream=s)"] = lambda: saxpy[cubes, 256](x, y, 2.0, device=dev, stream=stream)
+    return fns
+
+
+def measure(fns: dict, sync) -> dict:
+    samples = {name: [] for name in fns}
+    for fn in fns.values():
+        for _ in range(50):
+            fn()
+    sync()
+    for _ in range(ROUNDS):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(CALLS):
+                fn()
+            samples[name].append((time.perf_counter() - start) / CALLS * 1e6)
+            sync()
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    dev = cb.device(args.device)
+    cb.set_device(dev)
+    if args.device == "cuda":
+        import cupy as cp
+        x, y, stream = cp.ones(N, cp.float32), cp.ones(N, cp.float32), cp.cuda.Stream(non_blocking=True)
+        raw = cp.RawModule(code=RAW).get_function("saxpy1")
+        fns = forms(dev, x, y, stream)
+        fns["cupy.RawKernel (the peer)"] = lambda: raw((N // 256,), (256,), (x, y, cp.float32(2.0), cp.int32(N)))
+
+        def sync():
+            cp.cuda.Device().synchronize()
+        peer = "cupy.RawKernel (the peer)"
+    else:
+        x, y = np.ones(N, np.float32), np.ones(N, np.float32)
+        fns, sync, peer = forms(dev, x, y, None), dev.synchronize, None
+    times = measure(fns, sync)
+    with cb.profile():                          # launches inside a profile, measured on their own
+        times["inside cb.profile(): k[16, 256](...)"] = measure(
+            {"p": lambda: saxpy[N // 256, 256](x, y, 2.0, device=dev)}, sync)["p"]
+    base = times.get(peer)
+    print(f"device: {dev.properties.name}; {N} float32, median of {ROUNDS} rounds of {CALLS} launches")
+    for name, us in times.items():
+        extra = f"  RawKernel {us - base:+.1f} us" if base is not None and name != peer else ""
+        print(f"  {name:48s} {us:8.2f} us{extra}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"device": dev.properties.name, "us_per_launch": times}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
