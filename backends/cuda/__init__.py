@@ -76,15 +76,15 @@ def _c_contiguous(a) -> bool:
 def _describe_cupy(a) -> DeviceArray:
     if not _c_contiguous(a):
         raise NotContiguous(f"strides {a.strides}")
-    return DeviceArray(a, a.data.ptr, a.shape, a.dtype, False, "cuda")
+    return DeviceArray(a, a.data.ptr, a.shape, a.dtype, False, "cuda", device_id=a.data.device_id)
 
 
 def _raw_reader(cp):
     """The raw reader of CuPy arrays (see register_device_array), reading CuPy's own contiguity
     flag where this CuPy has one."""
     if hasattr(cp.ndarray, "_c_contiguous"):
-        return lambda a: (a.dtype, a.shape, a.data.ptr, a._c_contiguous, False)
-    return lambda a: (a.dtype, a.shape, a.data.ptr, a.flags.c_contiguous, False)
+        return lambda a: (a.dtype, a.shape, a.data.ptr, a._c_contiguous, False, a.data.device_id)
+    return lambda a: (a.dtype, a.shape, a.data.ptr, a.flags.c_contiguous, False, a.data.device_id)
 
 
 class CudaBackend:
@@ -195,7 +195,7 @@ class CudaBackend:
         cp = _cupy()
         stream = options.get("stream")
         if stream is not None:      # copies, kernel and copies back all go on the given stream
-            with _cupy_stream(cp, stream, kernel.name):
+            with _cupy_stream(cp, stream, kernel.name, executable.device_index):
                 return self._launch(cp, executable, kernel, cube_count, cube_dim, args)
         self._launch(cp, executable, kernel, cube_count, cube_dim, args)
 
@@ -312,6 +312,14 @@ class CudaBackend:
     def to_host(self, data, out: np.ndarray | None, properties: DeviceProperties) -> np.ndarray:
         return data.get(out=out)
 
+    def device_count(self) -> int:
+        """How many CUDA GPUs this process sees."""
+        return int(_cupy().cuda.runtime.getDeviceCount())
+
+    def device_index(self, properties: DeviceProperties) -> int:
+        """Which GPU of the platform this device is (device arrays on another one are refused)."""
+        return self._devices.get(properties, 0)
+
     def use_stream(self, stream, properties: DeviceProperties):
         """A context in which ``stream`` is CuPy's current stream, which every launch (and the
         warm path) goes on. Raw handles (XLA's stream, called after call) wrap once."""
@@ -320,7 +328,7 @@ class CudaBackend:
             if found is None:
                 found = self._external_streams[stream] = _cupy_stream(_cupy(), stream, None)
             return found
-        return _cupy_stream(_cupy(), stream, None)
+        return _cupy_stream(_cupy(), stream, None, self._devices.get(properties, 0))
 
     def event(self, properties: DeviceProperties) -> CudaEvent:
         return CudaEvent(_cupy())
@@ -349,9 +357,16 @@ class CudaBackend:
             raise first
 
 
-def _cupy_stream(cp, stream, kernel_name: str | None):
+def _cupy_stream(cp, stream, kernel_name: str | None, device_index: int | None = None):
     """``stream=`` as a CuPy stream: a CuPy stream itself, an object of the CUDA stream protocol
-    (``__cuda_stream__``), a ``torch.cuda.Stream``, or a raw handle (int)."""
+    (``__cuda_stream__``), a ``torch.cuda.Stream``, or a raw handle (int). A CuPy or torch stream
+    of another GPU than ``device_index`` is refused."""
+    owner = getattr(stream, "device_id", None)              # CuPy streams
+    if owner is None and hasattr(stream, "device") and hasattr(stream, "cuda_stream"):
+        owner = getattr(stream.device, "index", None)       # torch.cuda.Stream
+    if device_index is not None and owner is not None and owner != device_index:
+        raise ArgumentValueError(f"stream={stream!r} belongs to cuda:{owner}, but the launch runs on "
+                                 f"cuda:{device_index}; use a stream of that GPU", kernel_name)
     if isinstance(stream, (cp.cuda.Stream, cp.cuda.ExternalStream)):
         return stream
     if hasattr(stream, "__cuda_stream__"):

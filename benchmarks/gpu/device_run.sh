@@ -2,15 +2,16 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [conformance] [frameworks] [launch] [bench]
+#   bash benchmarks/gpu/device_run.sh [conformance] [frameworks] [launch] [bench] [rajaperf]
 #
 # conformance: the conformance suite on CUDA and NVIDIA's OpenCL, the CUDA device tests
-# frameworks:  PyTorch/JAX/DLPack tests on CUDA, the two examples, the framework benchmark
-# launch:      host cost per warm launch (profile_launch.py)
+# frameworks:  PyTorch/JAX/DLPack, Dask and disk-cache tests on CUDA, the examples, the framework benchmark
+# launch:      host cost per warm launch of every launch form (profile_launch.py, launch_forms.py)
 # bench:       the GPU benchmarks (bench_gpu.py)
+# rajaperf:    the RAJAPerf apps suite against hand-written CUDA, numba-cuda and Triton
 set -u
 out=${OUT:-/tmp/out}; mkdir -p "$out"
-stages=${*:-conformance frameworks launch bench}
+stages=${*:-conformance frameworks launch bench rajaperf}
 if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site
@@ -38,15 +39,22 @@ for stage in $stages; do
             2>&1 | tee "$out/conformance.log" | tail -4 ;;
     frameworks)
         CUBEPY_TEST_DEVICES=cuda timeout 300 python3 -m pytest -p no:cacheprovider -q -rfs \
-            --junitxml "$out/frameworks.xml" tests/frameworks 2>&1 | tee "$out/frameworks.log" | tail -25
+            --junitxml "$out/frameworks.xml" tests/frameworks tests/distributed 2>&1 | tee "$out/frameworks.log" \
+            | grep -E "passed|failed|^FAILED|^ERROR" | tail -25
         timeout 120 python3 examples/torch_op.py 2>&1 | tail -3
         timeout 120 python3 examples/jax_op.py 2>&1 | tail -3
         timeout 180 python3 benchmarks/frameworks/bench_frameworks.py --device cuda --out "$out/frameworks.json" \
             2>&1 | tee "$out/bench_frameworks.log" | tail -30 ;;
     launch)
-        timeout 60 python3 benchmarks/gpu/profile_launch.py 2>&1 | tee "$out/profile_launch.log" | head -40 ;;
+        timeout 60 python3 benchmarks/gpu/profile_launch.py 2>&1 | tee "$out/profile_launch.log" | head -40
+        timeout 120 python3 benchmarks/gpu/launch_forms.py --device cuda --out "$out/launch_forms.json" \
+            2>&1 | tee "$out/launch_forms.log" | tail -14 ;;
     bench)
         timeout 240 python3 benchmarks/gpu/bench_gpu.py --out "$out/bench_gpu.json" 2>&1 | tee "$out/bench_gpu.log" ;;
+    rajaperf)
+        timeout 540 python3 -m benchmarks.rajaperf --device cuda --sizes default,32x --progress plain \
+            --json "$out/rajaperf_cuda.json" --plot "$out/rajaperf_cuda.png" 2>&1 | tee "$out/rajaperf_cuda.log" \
+            | tail -60 ;;
     *)
         echo "unknown stage $stage" ;;
     esac

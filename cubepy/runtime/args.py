@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +164,8 @@ def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
     return tuple(key)
 
 
-def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, example: list):
+def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, example: list,
+                check_device: Callable[[str, DeviceArray], None] | None = None):
     """A function binding arguments of the same kinds as ``example``, which passed
     `bind_arguments`: it returns None when an argument's kind differs (class, dtype, rank, flags,
     Line width, Comptime value: what `quick_key` looks at), and otherwise re-checks only what
@@ -181,7 +183,7 @@ def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, 
         elif spec.kind == "scalar_ref":
             steps.append(lambda v, n=spec.name, d=spec.dtype: _scalar_in_device_memory(kernel_name, n, d, v))
         else:
-            steps.append(_array_step(kernel_name, spec.name, value, spec.mutable))
+            steps.append(_array_step(kernel_name, spec.name, value, spec.mutable, check_device))
     steps, guards, count = tuple(steps), tuple(guards), len(specs)
     arrays = [i for i, s in enumerate(specs) if s.kind in ARRAY_KINDS]
     pairs = tuple((i, j) for i in arrays if specs[i].mutable for j in arrays if j != i)
@@ -233,9 +235,11 @@ def _kind_guard(spec: ParamSpec, example):
     return lambda v: v.__class__ is LinesArg and v.width == width and array_guard(v.array)
 
 
-def _array_step(kernel_name: str, name: str, example, mutable: bool):
-    """Bind one array argument of the example's kind: unwrap Lines, describe device arrays,
-    check the length limit and the Lines width against this launch's shape."""
+def _array_step(kernel_name: str, name: str, example, mutable: bool,
+                check_device: Callable[[str, DeviceArray], None] | None = None):
+    """Bind one array argument of the example's kind: unwrap Lines, describe device arrays (and
+    `check_device` them: the launch's GPU), check the length limit and the Lines width against
+    this launch's shape."""
     width = example.width if example.__class__ is LinesArg else 0
     inner = example.array if width else example
     describe = None if inner.__class__ is np.ndarray else describer(inner)
@@ -248,6 +252,8 @@ def _array_step(kernel_name: str, name: str, example, mutable: bool):
                 array = host_view(array, mutable) if described is None else described
             except ValueError as e:
                 raise ArgumentValueError(f"parameter '{name}' {e}", kernel_name) from None
+            if check_device is not None and described is not None:
+                check_device(name, described)
         shape = array.shape
         if array.size > INDEX_MAX or (not array.size and any(s > INDEX_MAX for s in shape)):
             raise ArgumentValueError(f"parameter '{name}' has {array.size} elements; kernels index with i32, so "

@@ -26,12 +26,13 @@ class DeviceArray:
     slotted class: one is made per argument per launch, so it must be cheap.
     """
 
-    __slots__ = ("owner", "ptr", "shape", "dtype", "readonly", "platform", "stream", "size", "nbytes")
+    __slots__ = ("owner", "ptr", "shape", "dtype", "readonly", "platform", "stream", "size", "nbytes", "device_id")
 
     def __init__(self, owner: Any, ptr: int, shape: tuple, dtype: np.dtype, readonly: bool,
-                 platform: str = "cuda", stream: int | None = None):
+                 platform: str = "cuda", stream: int | None = None, device_id: int | None = None):
         self.owner, self.ptr, self.shape, self.dtype = owner, ptr, shape, dtype
         self.readonly, self.platform, self.stream = readonly, platform, stream
+        self.device_id = device_id        # which device of the platform holds it (None: not known)
         self.size = prod(shape)
         self.nbytes = self.size * dtype.itemsize
 
@@ -40,7 +41,8 @@ class DeviceArray:
         return len(self.shape)
 
     def reshape(self, *shape: int) -> DeviceArray:
-        return DeviceArray(self.owner, self.ptr, tuple(shape), self.dtype, self.readonly, self.platform, self.stream)
+        return DeviceArray(self.owner, self.ptr, tuple(shape), self.dtype, self.readonly, self.platform, self.stream,
+                           self.device_id)
 
     def overlaps(self, other: DeviceArray) -> bool:
         return (self.platform == other.platform and self.ptr < other.ptr + other.nbytes
@@ -81,7 +83,8 @@ def from_dlpack(obj) -> DeviceArray:
     if platform is None:
         raise ValueError(f"is DLPack memory on device type {view.device_type}, which no backend reads in place")
     # The capsule owns the export: kept alive with the object until cubepy is done with the array.
-    return DeviceArray((obj, capsule), view.ptr, view.shape, view.dtype, view.readonly, platform)
+    return DeviceArray((obj, capsule), view.ptr, view.shape, view.dtype, view.readonly, platform,
+                       device_id=view.device_id)
 
 
 def _dlpack_platform(value) -> str | None:
@@ -110,7 +113,7 @@ def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
     (dtype, rank, read-only, contiguous), so that warm launches can skip the full check; None
     where it cannot tell (no launch plan is kept then). Without it, it is read from ``raw``.
 
-    ``raw(a)`` returns ``(dtype, shape, pointer, c_contiguous, readonly)`` without building a
+    ``raw(a)`` returns ``(dtype, shape, pointer, c_contiguous, readonly, device id or None)`` without building a
     `DeviceArray`, or None for an instance not on ``platform`` (e.g. "cuda"): launches through a
     backend's direct launcher read arguments with it.
     """
@@ -144,7 +147,7 @@ def register_device_array_module(module: str, register: Callable[[Any], None]) -
 
 
 def _raw_device_array(d: DeviceArray) -> tuple | None:
-    return (d.dtype, d.shape, d.ptr, True, d.readonly) if d.platform == "cuda" else None
+    return (d.dtype, d.shape, d.ptr, True, d.readonly, d.device_id) if d.platform == "cuda" else None
 
 
 # A DeviceArray itself is an argument too (adapters that hold raw pointers pass one).

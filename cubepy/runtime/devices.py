@@ -49,6 +49,12 @@ class Device:
         return f"{self.backend_name}({opts})" if opts else self.backend_name
 
     @property
+    def index(self) -> int | None:
+        """Which device of its platform this is (the GPU's index), where the backend says."""
+        find = getattr(self.backend, "device_index", None) if self.available else None
+        return None if find is None else find(self.properties)
+
+    @property
     def host_memory(self) -> bool:
         """Whether kernels of this device work on host memory (``cpu``, ``interp``): its arrays are
         NumPy arrays, and ``cb.preload`` keeps a host copy."""
@@ -148,13 +154,18 @@ def _probe(name: str, options: dict) -> Device:
 
 
 def devices() -> list[Device]:
-    """Every backend with its default device; unavailable ones carry a one-line reason."""
+    """Every backend's devices (each GPU of a backend that has several: ``cuda``, ``cuda:1``, ...);
+    unavailable backends appear once, with a one-line reason."""
     out = []
     for name in BACKEND_ORDER:
         key = (name, ())
         if key not in _devices:
             _devices[key] = _probe(name, {})
-        out.append(_devices[key])
+        first = _devices[key]
+        out.append(first)
+        count = getattr(first.backend, "device_count", None) if first.available else None
+        for index in range(1, count() if count is not None else 1):
+            out.append(device(name, index=index))
     return out
 
 

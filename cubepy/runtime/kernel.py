@@ -38,10 +38,23 @@ def _classes(args) -> tuple:
 def _check_device_arrays(kernel_name: str, dev: Device, names, values) -> None:
     accepted = getattr(dev.backend, "device_array_platforms", frozenset())
     for name, value in zip(names, values):
-        if isinstance(value, DeviceArray) and value.platform not in accepted:
-            raise ArgumentTypeError(f"parameter '{name}' is an array in {value.platform} device memory, which "
-                                    f"device '{dev.name}' cannot read; launch on a {value.platform} device or "
-                                    "pass a host (NumPy) array", kernel_name)
+        if isinstance(value, DeviceArray):
+            check_device_array(kernel_name, name, value, dev, accepted)
+
+
+def check_device_array(kernel_name: str, name: str, value: DeviceArray, dev: Device, accepted=None) -> None:
+    """Refuse a device array this device cannot read: another platform's, or another GPU's."""
+    if accepted is None:
+        accepted = getattr(dev.backend, "device_array_platforms", frozenset())
+    if value.platform not in accepted:
+        raise ArgumentTypeError(f"parameter '{name}' is an array in {value.platform} device memory, which "
+                                f"device '{dev.name}' cannot read; launch on a {value.platform} device or "
+                                "pass a host (NumPy) array", kernel_name)
+    index = dev.index
+    if value.device_id is not None and index is not None and value.device_id != index:
+        raise ArgumentValueError(f"parameter '{name}' is on {value.platform}:{value.device_id}, but the launch runs "
+                                 f"on {value.platform}:{index} ({dev.properties.name}); move it to that device, or "
+                                 f"launch on cb.device('{value.platform}:{value.device_id}')", kernel_name)
 
 
 def _cacheable(extent) -> bool:
@@ -230,8 +243,10 @@ class KernelFunction:
             checked = self.checked if self.checked is not None else settings.checked_default()
         ir, executable = self._specialize(bound.specs, dim_t, dev, checked)
         options = {"races": races or bool(dev.options.get("races"))}
+        binder = make_binder(signature, bound.specs, name, example,
+                             lambda param, array: check_device_array(name, param, array, dev))
         compiled = CompiledKernel(name, dev, bound.specs, dim_t, checked, self.fastmath, ir, executable, options,
-                                  make_binder(signature, bound.specs, name, example), _classes(example), signature)
+                                  binder, _classes(example), signature)
         if quick is not None:
             self._plans[key] = compiled
         return compiled, bound.values, quick is not None

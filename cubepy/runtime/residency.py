@@ -199,7 +199,7 @@ def _describe(r: Resident) -> DeviceArray | None:
     d = describer(r.data)(r.data)
     if r.mutable:
         return d
-    return DeviceArray(d.owner, d.ptr, d.shape, d.dtype, True, d.platform, d.stream)
+    return DeviceArray(d.owner, d.ptr, d.shape, d.dtype, True, d.platform, d.stream, d.device_id)
 
 
 def _quick_facts(r: Resident) -> tuple:
@@ -213,7 +213,7 @@ def _raw(r: Resident) -> tuple | None:
     found = entry[1](r.data)
     if found is None or r.mutable:
         return found
-    return (found[0], found[1], found[2], found[3], True)
+    return (*found[:4], True, found[5])
 
 
 register_device_array(Resident, _describe, _quick_facts, raw=_raw, platform="cuda")

@@ -38,7 +38,7 @@ def register(torch: Any) -> None:
             return from_cuda_array_interface(t)
         if not t.is_contiguous():
             raise NotContiguous(f"strides {tuple(t.stride())} (in elements)")
-        return DeviceArray(t, t.data_ptr(), tuple(t.shape), dtype, False, "cuda")
+        return DeviceArray(t, t.data_ptr(), tuple(t.shape), dtype, False, "cuda", device_id=t.get_device())
 
     def quick_facts(t):
         dtype = dtypes.get(t.dtype)
@@ -50,7 +50,7 @@ def register(torch: Any) -> None:
         dtype = dtypes.get(t.dtype)
         if dtype is None or not t.is_cuda:
             return None
-        return (dtype, t.shape, t.data_ptr(), t.is_contiguous(), False)
+        return (dtype, t.shape, t.data_ptr(), t.is_contiguous(), False, t.get_device())
 
     def host(t, mutable: bool) -> np.ndarray:
         if not t.is_contiguous():

@@ -59,7 +59,7 @@ def direct_warm_path(compiled: CompiledKernel, count: tuple, dim: tuple) -> Warm
     make = getattr(compiled.device.backend, "direct_launcher", None)
     if make is None:
         return None
-    writer = _Writer(compiled.device.backend, compiled.parameters, compiled.classes)
+    writer = _Writer(compiled.device.backend, compiled.parameters, compiled.classes, compiled.device.index)
     if not writer.arguments():
         return None
     launcher = make(compiled.executable, compiled.ir_module, compiled.device.properties, count, dim, compiled.options)
@@ -75,9 +75,9 @@ def direct_warm_path(compiled: CompiledKernel, count: tuple, dim: tuple) -> Warm
 class _Writer:
     """Writes the source of one direct warm path: ``warm(args) -> bool``."""
 
-    def __init__(self, backend, specs: tuple, classes: tuple):
+    def __init__(self, backend, specs: tuple, classes: tuple, device_index: int | None):
         self.platforms = getattr(backend, "device_array_platforms", frozenset())
-        self.specs, self.classes = specs, classes
+        self.specs, self.classes, self.device_index = specs, classes, device_index
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {}
 
@@ -131,8 +131,10 @@ class _Writer:
         dtype = self.constant(np.dtype(spec.dtype.numpy_name), "D")
         self.line(f"t{i} = {self.constant(entry[1], 'R')}({a})")
         self._fail_if(f"t{i} is None")
-        self.line(f"d{i}, s{i}, p{i}, c{i}, r{i} = t{i}")
+        self.line(f"d{i}, s{i}, p{i}, c{i}, r{i}, g{i} = t{i}")
         fails = [f"d{i} is not {dtype} and d{i} != {dtype}", f"not c{i}", f"len(s{i}) != {spec.ndim}"]
+        if self.device_index is not None:   # on another GPU: the full path says so
+            fails.append(f"g{i} is not None and g{i} != {self.device_index}")
         if spec.mutable:
             fails.append(f"r{i}")
         self._fail_if(" or ".join(fails))

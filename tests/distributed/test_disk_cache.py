@@ -124,3 +124,46 @@ def test_a_profile_tells_compiles_from_disk_loads(cache_dir):
     assert (first.kernels["loaded"].compiles, first.kernels["loaded"].disk_loads) == (1, 0)
     assert (second.kernels["loaded"].compiles, second.kernels["loaded"].disk_loads) == (0, 1)
     assert "disk loads" in second.table()
+
+
+ONE_KERNEL = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import cubepy as cb
+    from cubepy import Array, Mut, f32
+
+    @cb.kernel
+    def cached(x: Array[f32], y: Mut[Array[f32]]):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            y[i] = x[i] * 3.0
+
+    x, y = np.arange(300, dtype=np.float32), np.zeros(300, np.float32)
+    cached[2, 256](x, y, device=sys.argv[1])
+    print(json.dumps({**cb.compile_stats(), "right": bool((y == x * 3).all())}))
+''')
+
+CACHED_BACKENDS = [b for b in ("cpu", "cuda", "hip")
+                   if any(d.backend_name == b and d.available for d in cb.devices())]
+
+
+@pytest.mark.parametrize("backend", CACHED_BACKENDS)
+def test_a_corrupt_entry_of_every_backend_with_a_disk_cache_is_compiled_again(tmp_path, backend):
+    script, cache = tmp_path / "one_kernel.py", tmp_path / "cache"
+    script.write_text(ONE_KERNEL)
+
+    def run() -> dict:
+        done = subprocess.run([sys.executable, str(script), backend], capture_output=True, text=True, timeout=300,
+                              env=subprocess_env(CUBEPY_CACHE_DIR=str(cache)))
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run()
+    assert first["right"] and first["compiles"] == 1
+    entries = [p for p in (cache / backend).rglob("*") if p.is_file() and not p.name.endswith(".lock")]
+    assert len(entries) == 1
+    entries[0].write_bytes(entries[0].read_bytes()[:-40])                  # truncated, as a crash would leave it
+    again = run()
+    assert again["right"] and again["compiles"] == 1 and again["disk_loads"] == 0
+    third = run()
+    assert third["right"] and third["compiles"] == 0 and third["disk_loads"] == 1

@@ -46,7 +46,7 @@ class FakeArray:
 
 register_device_array(       # the quick facts of launch plans are read from the raw reader
     FakeArray, lambda a: DeviceArray(a, a.ptr, a.shape, a.dtype, a.readonly, "fake"),
-    raw=lambda a: (a.dtype, a.shape, a.ptr, True, a.readonly), platform="fake")
+    raw=lambda a: (a.dtype, a.shape, a.ptr, True, a.readonly, None), platform="fake")
 
 
 def decode(rendered, params_address: int) -> tuple:
@@ -289,3 +289,37 @@ def test_a_scalar_in_device_memory_is_passed_by_address_and_read_by_the_kernel(r
         saxpy[4, 256](x, y, FakeArray(0x30000, (2,)), device=rec)
     with pytest.raises(TypeError, match="got 1 of float64"):
         saxpy[4, 256](x, y, FakeArray(0x30000, (1,), np.float64), device=rec)
+
+
+class TwoGPUs(RecordingBackend):
+    """The recording backend as GPU 0 of a platform whose arrays may live on another GPU."""
+
+    def device_index(self, properties):
+        return 0
+
+
+class OnGPU(FakeArray):
+    def __init__(self, ptr, shape, gpu):
+        super().__init__(ptr, shape)
+        self.gpu = gpu
+
+
+register_device_array(OnGPU, lambda a: DeviceArray(a, a.ptr, a.shape, a.dtype, False, "fake", device_id=a.gpu),
+                      raw=lambda a: (a.dtype, a.shape, a.ptr, True, False, a.gpu), platform="fake")
+
+
+def test_an_array_on_another_gpu_is_refused_naming_it_and_both_devices():
+    backend = TwoGPUs()
+    gpu0 = Device("recording", {}, backend.probe(), backend)
+    x, y = OnGPU(0x10000, (1000,), 0), OnGPU(0x20000, (1000,), 0)
+    launcher = saxpy[4, 256]
+    calls = _launch_twice(gpu0, launcher, x, y, 2.0)
+    assert [c[0] for c in calls] == ["full", "direct"]
+    for _ in range(2):                               # the warm path refuses it, and the full path says why
+        with pytest.raises(ValueError, match="parameter 'y' is on fake:1, but the launch runs on fake:0 "
+                                             "\\(recording\\); move it"):
+            launcher(x, OnGPU(0x30000, (1000,), 1), 2.0, device=gpu0)
+    assert len(backend.calls) == 2                   # nothing more was launched
+    compiled = saxpy.compile(x, y, 2.0, dim=256, device=gpu0)
+    with pytest.raises(ValueError, match="parameter 'x' is on fake:1"):
+        compiled.run((4, 1, 1), (256, 1, 1), compiled.bind((OnGPU(0x40000, (1000,), 1), y, 2.0)))
