@@ -48,7 +48,7 @@ def _backends() -> list[str]:
 def device_params() -> list:
     params = []
     for name in _backends():
-        for plane in PLANE_SIZES.get(name, (None,)):
+        for plane in PLANE_SIZES.get(name.partition(":")[0], (None,)):    # "cuda:1": the second GPU
             label = name if plane is None else f"{name}-{plane}" if isinstance(plane, str) else f"{name}-p{plane}"
             params.append(pytest.param((name, plane), id=label))
     return params

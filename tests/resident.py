@@ -34,19 +34,20 @@ def resident_launch(self: KernelFunction, count, dim, *args, device=None, checke
     if kwargs:      # arguments by name never take the warm path
         return _plain_launch(self, count, dim, *args, device=device, checked=checked, races=races, **kwargs)
     launcher = self[count, dim]
-    scratch = [_to_device(cp, a) for a in args]
-    launcher(*scratch, device=device, checked=checked, races=races)
-    moved = [_to_device(cp, a) for a in args]
-    warm = launcher.warm_path
-    assert warm is not None and hasattr(warm, "source"), f"kernel {self.__name__}: no direct warm path"
-    assert warm(tuple(moved)), f"kernel {self.__name__}: the direct warm path refused the same kinds"
-    try:
-        device.synchronize()
-    finally:
-        for host, d in zip(args, moved):
-            host, d = _host_arrays(host), _host_arrays(d)
-            if isinstance(host, np.ndarray) and host.ndim and host.flags.writeable and d is not host:
-                d.get(out=host)
+    with cp.cuda.Device(device.index or 0):         # the arrays live on the launch's GPU
+        scratch = [_to_device(cp, a) for a in args]
+        launcher(*scratch, device=device, checked=checked, races=races)
+        moved = [_to_device(cp, a) for a in args]
+        warm = launcher.warm_path
+        assert warm is not None and hasattr(warm, "source"), f"kernel {self.__name__}: no direct warm path"
+        assert warm(tuple(moved)), f"kernel {self.__name__}: the direct warm path refused the same kinds"
+        try:
+            device.synchronize()
+        finally:
+            for host, d in zip(args, moved):
+                host, d = _host_arrays(host), _host_arrays(d)
+                if isinstance(host, np.ndarray) and host.ndim and host.flags.writeable and d is not host:
+                    d.get(out=host)
 
 
 _plain_launch = KernelFunction.launch
