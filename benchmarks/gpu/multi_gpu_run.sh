@@ -46,7 +46,6 @@ if __name__ == "__main__":
     gpus = cupy.cuda.runtime.getDeviceCount()
     with LocalCluster(n_workers=0, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
         for g in range(gpus):       # one worker per GPU, each seeing only its own
-            cluster.scale  # noqa: B018
             nanny = Nanny(cluster.scheduler_address, nthreads=1, env={"CUDA_VISIBLE_DEVICES": str(g)})
             client.sync(nanny.start)
         client.wait_for_workers(gpus, timeout=120)
