@@ -206,10 +206,25 @@ def current_device() -> Device:
                 raise type(e)(f"CUBEPY_DEVICE={named!r}: {e.message}; set CUBEPY_DEVICE to an available device "
                               "(cubepy devices lists them) or unset it") from None
         else:
-            for d in devices():
-                if d.available and not (d.backend_name == "opencl" and not d.properties.supports("gpu")):
-                    _current = d
-                    break
-            else:  # pragma: no cover - the interpreter only needs NumPy
-                raise BackendUnavailableError("no device is available")
+            _current = _best_device()
     return _current
+
+
+def _best_device() -> Device:
+    """The first GPU in preference order, else the first device working on host memory (the CPU
+    backend); backends are probed one by one and only until one qualifies, so a process that
+    launches on CUDA never starts the OpenCL or HIP drivers."""
+    seen = []
+    for name in BACKEND_ORDER:
+        key = (name, ())
+        if key not in _devices:
+            _devices[key] = _probe(name, {})
+        d = _devices[key]
+        if d.available and d.properties.supports("gpu"):
+            return d
+        seen.append(d)
+    for d in seen:
+        if d.available and d.host_memory:
+            return d
+    raise BackendUnavailableError("no device is available: " + "; ".join(f"{d.name}: {d.reason}" for d in seen
+                                                                          if not d.available))
