@@ -1,0 +1,121 @@
+"""Where a fresh process's first launch spends its time: cold (empty cache) and warm (disk cache).
+
+    python benchmarks/gpu/cold_start.py [--device cuda] [--runs 5] [--out results.json]
+
+Each run is a new Python process that imports cubepy, asks for the device, launches saxpy once on
+4096 float32 (CuPy arrays on cuda, NumPy on cpu) and waits for the result. The child times each
+stage with wrappers around cubepy's own functions: Python imports, the device probe, tracing,
+rendering/codegen, the backend compile (NVRTC or LLVM), loading the module, the launch and the
+wait. Targets (issue 10): cold compile <= 30 ms, a warm disk cache's first result <= 20 ms after
+import, on CUDA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+CHILD = textwrap.dedent(r'''
+    import json, sys, time
+    stages = {}
+    t0 = time.perf_counter()
+    import numpy as np
+    import cubepy as cb
+    from cubepy import Array, Mut, f32
+    stages["import cubepy"] = time.perf_counter() - t0
+    where = sys.argv[1]
+
+    def timed(module, name, label):
+        original = getattr(module, name)
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                stages[label] = stages.get(label, 0.0) + time.perf_counter() - start
+        setattr(module, name, wrapper)
+
+    import cubepy.runtime.kernel as kernel_module
+    timed(kernel_module, "trace_kernel", "trace")
+    t1 = time.perf_counter()
+    if where == "cuda":             # the user's own work first: CuPy's import and the CUDA context
+        import cupy as cp
+        x, y = cp.ones(4096, cp.float32), cp.ones(4096, cp.float32)
+        cp.cuda.Device().synchronize()
+    else:
+        x, y = np.ones(4096, np.float32), np.ones(4096, np.float32)
+    stages["the user's arrays (CuPy's import, the CUDA context)"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    dev = cb.device(where)
+    stages["device probe"] = time.perf_counter() - t1
+    backend = type(dev.backend)
+    if where == "cuda":
+        import cubepy.backends.cuda as cuda_backend
+        timed(cuda_backend, "render", "render")
+        timed(cuda_backend, "_nvrtc_cubin", "NVRTC")
+        timed(backend, "_load", "disk cache, NVRTC and module load")
+    else:
+        import cubepy.backends.cpu.jit as jit
+        timed(jit, "optimize", "LLVM optimize")
+        timed(jit, "Loaded", "object load")
+    timed(backend, "compile", "backend compile (total)")
+
+    @cb.kernel
+    def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            y[i] = a * x[i] + y[i]
+
+    t2 = time.perf_counter()
+    saxpy[16, 256](x, y, 2.0, device=dev)
+    t3 = time.perf_counter()
+    dev.synchronize()
+    t4 = time.perf_counter()
+    stages["first launch call (trace + compile + launch)"] = t3 - t2
+    stages["wait for the result"] = t4 - t3
+    stages["cubepy's part: probe to the first result"] = t4 - t1
+    print(json.dumps({**{k: v * 1e3 for k, v in stages.items()}, "stats": cb.compile_stats()}))
+''')
+
+
+def run(device: str, cache: str) -> dict:
+    env = {**os.environ, "CUBEPY_CACHE_DIR": cache}
+    script = os.path.join(cache, "first_launch.py")       # a file: kernels need their source
+    with open(script, "w") as f:
+        f.write(CHILD)
+    done = subprocess.run([sys.executable, script, device], capture_output=True, text=True, env=env, timeout=300)
+    if done.returncode:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    results = {"cold": [], "warm": []}
+    for _ in range(args.runs):
+        with tempfile.TemporaryDirectory() as cache:
+            results["cold"].append(run(args.device, cache))
+            results["warm"].append(run(args.device, cache))
+    for kind, runs in results.items():
+        print(f"{kind} ({args.runs} fresh processes, median ms; compiles/disk loads: "
+              f"{[r['stats']['compiles'] for r in runs]}/{[r['stats']['disk_loads'] for r in runs]})")
+        for stage in runs[0]:
+            if stage != "stats":
+                print(f"  {stage:52s} {statistics.median(r.get(stage, 0.0) for r in runs):8.1f}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
