@@ -98,6 +98,9 @@ class PlaneOps:
                         f"    for (int d = {P // 2}; d > 0; d >>= 1) {{ const {ct} y = {y}; "
                         f"x = {self._binary(combine, dtype, 'x', 'y')}; }}\n    return x;\n  }}\n"
                         f"  {ct} acc = {self._shfl('x', '0', dtype)};\n"
+                        # not unrolled: ptxas 13.0 fails register allocation (C7600) on the
+                        # fully unrolled chain of 31 shuffles in some kernels
+                        f"  #pragma unroll 1\n"
                         f"  for (int l = 1; l < {P}; ++l) {{\n    const {ct} y = {yl};\n"
                         f"    if ((m >> l) & 1) acc = {self._binary(combine, dtype, 'acc', 'y')};\n  }}\n"
                         f"  return acc;")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import CubeIndexError, CubeSyntaxError, CubeTypeError, CubeValueError
+from ..ir.bounds import prove_in_bounds
 from ..ir.builder import Builder
 from ..ir.nodes import Block, Buffer, Const, Kernel, ScalarParam
 from ..ir.passes import eliminate_dead_code, lower_bounds_checks
@@ -240,6 +241,7 @@ def trace_kernel(fn, spec: KernelSpec, name: str | None = None) -> Kernel:
         raise CubeTypeError("variable types did not settle after widening", name, None)
     verify(kernel)
     analyze_uniformity(kernel)
+    prove_in_bounds(kernel)
     lower_bounds_checks(kernel)
     eliminate_dead_code(kernel)
     verify(kernel)

@@ -142,6 +142,9 @@ class Kernel:
     cube_dim: tuple[int, int, int] = (1, 1, 1)
     plane_dim: int = 32
     loc: SourceLoc | None = None
+    # checks were left out on the proof that positions stay below a launch's unit count, which
+    # holds only for launches of at most INDEX_MAX units (ir/bounds.py): the runtime refuses others
+    units_fit_index: bool = False
 
     @property
     def global_buffers(self) -> list[Buffer]:

@@ -31,7 +31,12 @@ def _lower_block(kernel: Kernel, block: Block, extents: dict, entry: list) -> No
         for b in op.blocks:
             _lower_block(kernel, b, extents, entry)
         if op.opcode in _CHECKED and op.attrs.get("checked"):
-            new_ops.extend(_guard(kernel, op, extents, entry))
+            proven = op.attrs.get("proven", ())
+            buf = op.args[0]
+            if len(proven) == (buf.ndim if buf.shape is None else len(buf.shape)):   # every index proven
+                new_ops.append(Op(op.opcode, op.args, op.result, {**op.attrs, "checked": False}, (), op.loc))
+            else:
+                new_ops.extend(_guard(kernel, op, extents, entry))
         else:
             new_ops.append(op)
     block.ops = new_ops
@@ -63,11 +68,17 @@ def _guard(kernel: Kernel, op: Op, known_extents: dict, entry: list) -> list[Op]
 
     extents = []
     ok = None
+    proven = op.attrs.get("proven", ())
     for dim, index in enumerate(indices):
         extent = _extent(buf, dim, known_extents, entry, op.loc)
         extents.append(extent)
-        inside = emit("and", (emit("ge", (index, Const(0, Type(INDEX))), Type(bool_)),
-                              emit("lt", (index, extent), Type(bool_))), Type(bool_))
+        if dim in proven:
+            continue
+        below = emit("lt", (index, extent), Type(bool_))
+        if dim in op.attrs.get("nonneg", ()):
+            inside = below
+        else:
+            inside = emit("and", (emit("ge", (index, Const(0, Type(INDEX))), Type(bool_)), below), Type(bool_))
         ok = inside if ok is None else emit("and", (ok, inside), Type(bool_))
     unchecked = Op(op.opcode, op.args, None, {**op.attrs, "checked": False}, (), op.loc)
     report = Op("report_oob", (*indices, *extents), None, {"array": op.attrs.get("array", buf.name)}, (), op.loc)

@@ -22,6 +22,7 @@ from ..errors import ArgumentTypeError, ArgumentValueError, LaunchError, caller_
 from ..frontend.spec import ParamSpec
 from ..ir.nodes import Kernel
 from ..ir.printer import print_kernel
+from ..ir.types import INDEX_MAX
 from .args import bind_arguments, match_arguments
 from .fake_launches import SKIPPING, skipped
 from .graph_breaks import register_entry_point
@@ -177,10 +178,18 @@ class CompiledKernel:
             self.run(count, self.cube_dim, values, stream)
 
     def check_count(self, count: tuple) -> None:
-        """Refuse a cube count above the device's maxima."""
+        """Refuse a cube count above the device's maxima, or one whose units a kernel's bounds
+        proofs cannot take (`ir.bounds`: positions must fit i32)."""
         most = self.device.properties.max_cube_count
         if count[0] > most[0] or count[1] > most[1] or count[2] > most[2]:
             check_limits(self.kernel_name, self.device, count, self.cube_dim)
+        if self.ir_module.units_fit_index:
+            units = count[0] * count[1] * count[2] * self.cube_dim[0] * self.cube_dim[1] * self.cube_dim[2]
+            if units > INDEX_MAX:
+                raise ArgumentValueError(
+                    f"CubeCount{count} x CubeDim{self.cube_dim} is {units} units; this kernel indexes with positions "
+                    f"(ABSOLUTE_POS, ...) that are i32, so a launch has at most {INDEX_MAX} units: use fewer cubes "
+                    "and a grid-stride loop", self.kernel_name)
 
     def _count(self, count) -> tuple:
         count_t = topology(count, "CubeCount", self.kernel_name)

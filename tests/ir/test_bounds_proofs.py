@@ -1,0 +1,149 @@
+"""Checked accesses proven in bounds at compile time are not tested at run time; every other one
+still is, and the interpreter asserts that each proof held (an unsound proof is a test failure)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cubepy as cb
+from cubepy import Array, Mut, f32
+from tests.conftest import poisoned
+
+
+def _accesses(compiled) -> dict:
+    """array name -> the proven dimensions of each of its accesses, in IR order."""
+    from cubepy.ir.nodes import walk
+
+    out: dict = {}
+    for op in walk(compiled.ir_module.body):
+        if op.opcode in ("load", "store", "atomic") and "array" in op.attrs:
+            out.setdefault(op.attrs["array"], []).append(op.attrs.get("proven", ()))
+    return out
+
+
+def _checks(compiled) -> int:
+    from cubepy.ir.nodes import walk
+
+    return sum(op.opcode == "report_oob" for op in walk(compiled.ir_module.body))
+
+
+@cb.kernel
+def guarded(x: Array[f32], y: Array[f32], z: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        z[i] = x[i] + y[i]
+
+
+@cb.kernel
+def early_return(x: Array[f32], z: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i >= len(z):
+        return
+    z[i] = x[i] * 2.0
+
+
+@cb.kernel
+def shifted(x: Array[f32], z: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(z):
+        z[i] = x[i - 1] + x[i + 1]
+
+
+@cb.kernel
+def rows(x: Array[f32], out: Mut[Array[f32]]):
+    row = cb.CUBE_POS
+    for c in range(cb.UNIT_POS, x.shape[1], cb.CUBE_DIM):
+        out[row, c] = x[row, c] * 2.0
+
+
+@cb.kernel
+def staged(x: Array[f32], out: Mut[Array[f32]]):
+    tile = cb.SharedMemory(f32, cb.CUBE_DIM)
+    i = cb.ABSOLUTE_POS
+    tile[cb.UNIT_POS] = x[i]
+    cb.sync_cube()
+    out[i] = tile[cb.CUBE_DIM - 1 - cb.UNIT_POS]
+
+
+def test_a_guarded_access_is_proven_and_the_others_keep_their_check():
+    x = np.ones(10, np.float32)
+    compiled = guarded.compile(x, x, x.copy(), dim=32, device="interp")
+    found = _accesses(compiled)
+    assert found["x"] == [(0,)] and found["y"] == [()] and found["z"] == [()]
+    assert _checks(compiled) == 2                          # y and z: their lengths may differ from x's
+    assert compiled.ir_module.units_fit_index
+
+
+def test_the_rest_of_a_block_after_an_early_return_is_guarded():
+    x = np.ones(10, np.float32)
+    found = _accesses(early_return.compile(x, x.copy(), dim=32, device="interp"))
+    assert found["z"] == [(0,)] and found["x"] == [()]
+
+
+def test_shifted_indices_are_not_proven():
+    x = np.ones(10, np.float32)
+    found = _accesses(shifted.compile(x, x.copy(), dim=32, device="interp"))
+    assert found["x"] == [(), ()] and found["z"] == [(0,)]
+
+
+def test_a_range_counter_is_below_its_stop_and_a_cube_position_is_not_below_a_shape():
+    x = np.ones((4, 100), np.float32)
+    found = _accesses(rows.compile(x, x.copy(), dim=64, device="interp"))
+    assert found["x"] == [(1,)] and found["out"] == [()]      # out may be narrower than x
+
+
+def test_shared_memory_indexed_by_unit_position_needs_no_check():
+    x = np.ones(64, np.float32)
+    found = _accesses(staged.compile(x, x.copy(), dim=64, device="interp"))
+    assert found["tile"] == [(0,), (0,)]
+    assert found["x"] == [()] and found["out"] == [()]
+
+
+def test_the_unproven_checks_still_report(dev, rng):
+    x = rng.standard_normal(100).astype(np.float32)
+    y = rng.standard_normal(60).astype(np.float32)              # shorter: y[i] goes out of bounds
+    z = poisoned(100, np.float32)
+    with pytest.raises(cb.OutOfBoundsError, match="index \\(60,\\) is out of bounds for array 'y'"):
+        guarded[4, 32](x, y, z, device=dev)
+        dev.synchronize()
+    z = poisoned(100, np.float32)
+    with pytest.raises(cb.OutOfBoundsError, match="index \\(-1,\\) is out of bounds for array 'x'"):
+        shifted[4, 32](x, z, device=dev)
+        dev.synchronize()
+
+
+def test_proven_kernels_give_the_same_answer(dev, rng):
+    x = rng.standard_normal((5, 100)).astype(np.float32)
+    out = poisoned((5, 100), np.float32)
+    rows[5, 64](x, out, device=dev)
+    dev.synchronize()
+    np.testing.assert_array_equal(out, x * 2)
+    v = rng.standard_normal(128).astype(np.float32)
+    out = poisoned(128, np.float32)
+    staged[2, 64](v, out, device=dev)
+    dev.synchronize()
+    np.testing.assert_array_equal(out, v.reshape(2, 64)[:, ::-1].reshape(-1))
+
+
+def test_a_launch_whose_positions_would_not_fit_i32_is_refused():
+    x = np.ones(10, np.float32)
+    with pytest.raises(ValueError, match="units; this kernel indexes with positions .* at most 2147483647 units"):
+        guarded[(1 << 22, 1), 1024](x, x, x.copy(), device="interp")
+
+
+@cb.kernel
+def differences(x: Array[f32], out: Mut[Array[f32]]):
+    sm = cb.SharedMemory(f32, 64)
+    t = cb.UNIT_POS_X
+    sm[t] = x[cb.ABSOLUTE_POS_X]
+    cb.sync_cube()
+    out[cb.ABSOLUTE_POS_X] = sm[t - cb.UNIT_POS_Y]          # a bound minus a bound: may be negative
+
+
+def test_a_difference_of_two_bounded_values_is_not_proven(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    compiled = differences.compile(x, poisoned(64, np.float32), dim=(64, 2), device="interp")
+    assert _accesses(compiled)["sm"][1] == ()
+    with pytest.raises(cb.OutOfBoundsError, match="array 'sm'"):
+        compiled[1](x, poisoned(64, np.float32))
