@@ -204,8 +204,8 @@ class CpuBackend:
 
     @staticmethod
     def _raise_oob(ex: Executable, kernel: Kernel, err, cube_count, cube_dim) -> None:
-        name, loc, nd = ex.layout.oob_sites[err[1]]
-        at = tuple(int(err[4 + j]) for j in range(nd))
+        name, loc, nd, unsigned = ex.layout.oob_sites[err[1]]
+        at = tuple(int(err[4 + j]) % 2**64 if unsigned[j] else int(err[4 + j]) for j in range(nd))
         shape = tuple(int(err[4 + MAX_OOB_DIMS + j]) for j in range(nd))
 
         def coords(i, dims):
