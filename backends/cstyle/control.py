@@ -31,7 +31,9 @@ class ControlFlow:
             self._define(op, lambda i: self._unary(code, dt, self._arg(op.args[0], i)))
         elif code in BINARY or code in COMPARE:
             dt = op.args[0].type.dtype
-            self._define(op, lambda i: self._binary(code, dt, self._arg(op.args[0], i), self._arg(op.args[1], i)))
+            b_value = op.args[1].value if isinstance(op.args[1], Const) else None
+            self._define(op, lambda i: self._binary(code, dt, self._arg(op.args[0], i), self._arg(op.args[1], i),
+                                                    b_value))
         elif code in PLANE_OPS:
             self._plane(op)
         else:

@@ -157,7 +157,7 @@ class Memory:
             ut, wt = self._c(u), self._c(DTYPES_BY_NAME["u32"])
             bits_of = d.bitcast.format(to=ut, x="nv") if dtype.is_float else f"({ut})nv"
             from_bits = (d.bitcast.format(to=ct, x=f"({ut})((assumed >> sh) & {(1 << dtype.bits) - 1}u)")
-                         if dtype.is_float else f"({ct})((assumed >> sh) & {(1 << dtype.bits) - 1}u)")
+                         if dtype.is_float else self._wrap(f"(assumed >> sh) & {(1 << dtype.bits) - 1}u", dtype))
             cas = d.cas[32].format(p="wp", cmp="assumed", v=f"(assumed & ~m) | ((({wt}){bits_of} << sh) & m)")
             body = (f"{q}{wt}* wp = ({q}{wt}*)(({d.size_t})p & ~({d.size_t})3);\n"
                     f"  const int sh = (int)((({d.size_t})p & 3) * 8);\n"

@@ -40,10 +40,47 @@ def _pow(a, b):
     return np.power(a, b)
 
 
-def _shift(fn):
-    def shift(a, b):
-        return fn(a, b & (a.dtype.itemsize * 8 - 1))
-    return shift
+def _shl(a, b):
+    """``a << b``; a count outside [0, bits) shifts every bit out (cubepy.ir.semantics)."""
+    out = (b < 0) | (b >= a.dtype.itemsize * 8)
+    return np.where(out, 0, np.left_shift(a, np.where(out, 0, b)))
+
+
+def _shr(a, b):
+    bits = a.dtype.itemsize * 8
+    out = (b < 0) | (b >= bits)
+    gone = np.right_shift(a, bits - 1) if a.dtype.kind == "i" else np.zeros_like(a)   # -1 or 0
+    return np.where(out, gone, np.right_shift(a, np.where(out, 0, b)))
+
+
+def minimum(a, b):
+    """Elementwise min; for floats IEEE 754-2019 ``minimum``: NaN wins, -0.0 < +0.0."""
+    if a.dtype.kind != "f":
+        return np.minimum(a, b)
+    r = np.minimum(a, b)
+    zeros = (a == b) & (a == 0)
+    return np.where(zeros, np.where(np.signbit(a), a, b), r)
+
+
+def maximum(a, b):
+    if a.dtype.kind != "f":
+        return np.maximum(a, b)
+    r = np.maximum(a, b)
+    zeros = (a == b) & (a == 0)
+    return np.where(zeros, np.where(np.signbit(a), b, a), r)
+
+
+def cast(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Conversion to ``dtype``; float to integer truncates toward zero, saturates, NaN gives 0."""
+    if a.dtype.kind != "f" or dtype.kind not in "iu":
+        return a.astype(dtype)
+    info = np.iinfo(dtype)
+    wide = a.astype(np.float64)                     # exact for every float type
+    t = np.trunc(np.where(np.isnan(wide), 0.0, wide))
+    high, low = t >= float(info.max), t <= float(info.min)
+    # float(info.max) is exact, or for 64-bit types rounds up to 2**63 (2**64): at or past it saturates
+    safe = np.where(high | low, 0.0, t)
+    return np.where(high, info.max, np.where(low, info.min, safe.astype(dtype))).astype(dtype)
 
 
 def _fma(a, b, c):
@@ -60,9 +97,9 @@ UNARY = {
 }
 BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "floordiv": _floordiv, "mod": _mod, "pow": _pow, "min": np.minimum, "max": np.maximum,
+    "floordiv": _floordiv, "mod": _mod, "pow": _pow, "min": minimum, "max": maximum,
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-    "shl": _shift(np.left_shift), "shr": _shift(np.right_shift),
+    "shl": _shl, "shr": _shr,
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
     "gt": np.greater, "ge": np.greater_equal,
 }
@@ -87,7 +124,7 @@ def _insert(op: Op, line, x):
 SPECIAL = {
     "fma": lambda op, a, b, c: _fma(a, b, c),
     "select": _select,
-    "cast": lambda op, a: a.astype(np_dtype(op.result.type)),
+    "cast": lambda op, a: cast(a, np_dtype(op.result.type)),
     "broadcast": _broadcast,
     "extract": lambda op, a: a[..., op.attrs["index"]],
     "insert": _insert,
