@@ -159,7 +159,8 @@ class Arithmetic:
         else:
             ut = self._c(self._unsigned(dtype))
             body = {
-                "floordiv": (f"if (b == 0) return 0;\n  if (b == -1) return {self._wrap(f'({ut})0 - ({ut})a', dtype)};\n"
+                "floordiv": (f"if (b == 0) return 0;\n"
+                             f"  if (b == -1) return {self._wrap(f'({ut})0 - ({ut})a', dtype)};\n"
                              f"  {ct} q = a / b;\n  if (a % b != 0 && ((a < 0) != (b < 0))) q -= 1;\n  return q;"),
                 "mod": (f"if (b == 0 || b == -1) return 0;\n  {ct} r = a % b;\n"
                         f"  if (r != 0 && ((r < 0) != (b < 0))) r += b;\n  return r;"),
