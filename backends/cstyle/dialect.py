@@ -128,6 +128,9 @@ class Dialect:
     # approximate functions, never finite-math assumptions. A pragma in the source, or compiler flags.
     strict_fp_pragma: str = ""
     fp_flags: dict = field(default_factory=dict)   # fastmath (None or "algebraic") -> compiler flags
+    # before a loop that must stay a loop: ptxas (CUDA 13) fails register allocation ("C7600 ...
+    # register count of 7") on the fully unrolled 31-shuffle loop of a partial plane's reduction
+    no_unroll: str = ""
 
     def with_(self, **changes) -> Dialect:
         return replace(self, **changes)
@@ -170,6 +173,7 @@ CUDA = Dialect(
     popcount={32: "__popc({x})", 64: "__popcll({x})"},
     shared_static_limit=48 * 1024,
     dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
+    no_unroll="#pragma unroll 1",
 )
 
 HIP = CUDA.with_(

@@ -98,6 +98,7 @@ class PlaneOps:
                         f"    for (int d = {P // 2}; d > 0; d >>= 1) {{ const {ct} y = {y}; "
                         f"x = {self._binary(combine, dtype, 'x', 'y')}; }}\n    return x;\n  }}\n"
                         f"  {ct} acc = {self._shfl('x', '0', dtype)};\n"
+                        + (f"  {d.no_unroll}\n" if d.no_unroll else "") +
                         f"  for (int l = 1; l < {P}; ++l) {{\n    const {ct} y = {yl};\n"
                         f"    if ((m >> l) & 1) acc = {self._binary(combine, dtype, 'acc', 'y')};\n  }}\n"
                         f"  return acc;")
