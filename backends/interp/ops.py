@@ -84,9 +84,47 @@ def cast(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def _fma(a, b, c):
-    if a.dtype.kind == "f" and a.dtype.itemsize < 8:  # one rounding, like a fused multiply-add
-        return a.astype(np.float64) * b + c
-    return a * b + c
+    """``a * b + c`` rounded once, as a fused multiply-add is (every compiled backend fuses)."""
+    if a.dtype.kind != "f":
+        return a * b + c
+    if a.dtype.itemsize == 8:
+        return _fma64(a, b, c)
+    # f32/f16: the product is exact in f64; the f64 sum is rounded, and rounding it again to the
+    # narrow type is wrong only when the sum lands on a midpoint of the narrow type: then the
+    # sum's exact error (TwoSum) says which neighbour the exact result is nearer to
+    a64, b64, c64 = (np.asarray(v, np.float64) for v in (a, b, c))
+    p = a64 * b64
+    s = p + c64
+    bb = s - p
+    t = (p - (s - bb)) + (c64 - bb)
+    r = s.astype(a.dtype)
+    back = r.astype(np.float64)
+    toward = np.where(back < s, np.inf, -np.inf).astype(a.dtype)
+    n = np.nextafter(r, toward)
+    midpoint = s == (back + n.astype(np.float64)) / 2
+    fix = midpoint & (t != 0) & (np.sign(t) == np.sign(n.astype(np.float64) - back))
+    return np.where(fix, n, r)
+
+
+_fsum3 = np.frompyfunc(lambda p, e, c: math.fsum((p, e, c)), 3, 1)
+
+
+def _fma64(a, b, c):
+    """Exact f64 fma: the product's exact error by Veltkamp splitting, the three-term sum rounded
+    once by math.fsum; non-finite or huge operands take IEEE's a * b + c."""
+    p = a * b
+    split = 134217729.0                                   # 2**27 + 1
+    ta, tb = split * a, split * b
+    ah, bh = ta - (ta - a), tb - (tb - b)
+    al, bl = a - ah, b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    safe = np.isfinite(p) & np.isfinite(e) & np.isfinite(c) & (np.abs(a) < 1e150) & (np.abs(b) < 1e150)
+    safe = safe & ((p == 0) | (np.abs(p) > 1e-290))      # no underflow in the product
+    if not safe.any():
+        return p + c
+    shape = np.broadcast_shapes(p.shape, np.shape(c))
+    exact = _fsum3(*(np.broadcast_to(np.where(safe, v, 0.0), shape) for v in (p, e, c))).astype(np.float64)
+    return np.where(safe, exact, p + c)
 
 
 UNARY = {

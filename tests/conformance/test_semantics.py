@@ -329,3 +329,45 @@ def test_fma_takes_two_python_numbers_and_a_negated_negative_constant_renders(de
     for j in range(3):
         want = want + (np.float32(j * j) + x) + np.float32(0.5)
     np.testing.assert_allclose(o, want, rtol=1e-6)
+
+
+@cb.kernel
+def fused(a: Array, b: Array, c: Array, o: Mut[Array]):
+    i = cb.ABSOLUTE_POS
+    if i < len(a):
+        o[i] = cb.fma(a[i], b[i], c[i])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fma_rounds_the_exact_a_times_b_plus_c_once(dev, rng, dtype):
+    from fractions import Fraction
+
+    require_dtype(dev, dtype)
+    n = 300
+    a = rng.standard_normal(n).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    # c cancels most of a * b, so an unfused a * b + c loses every bit the fusion keeps
+    c = (-(a.astype(np.float64) * b.astype(np.float64))).astype(dtype)
+    c += (rng.standard_normal(n) * 1e-6).astype(dtype) * c
+    o = poisoned(n, dtype)
+    fused.launch(3, 128, a, b, c, o, device=dev)
+
+    def exact(x, y, z):
+        return np.array(float(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))))
+    # float(Fraction) rounds correctly to f64; for f32 round the exact value directly to f32
+    want = [np.float64(exact(x, y, z)) if dtype == "float64" else
+            np.float32(_round_fraction(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))))
+            for x, y, z in zip(a, b, c)]
+    np.testing.assert_array_equal(o, np.array(want, dtype))
+
+
+def _round_fraction(q):
+    """The f32 nearest to the rational q (ties to even), by comparing with both neighbours."""
+    from fractions import Fraction
+
+    guess = np.float32(float(q))
+    for candidate in (np.nextafter(guess, np.float32(-np.inf)), np.nextafter(guess, np.float32(np.inf))):
+        d_c, d_g = abs(Fraction(float(candidate)) - q), abs(Fraction(float(guess)) - q)
+        if d_c < d_g or (d_c == d_g and int(candidate.view(np.uint32)) % 2 == 0):
+            guess = candidate
+    return guess
