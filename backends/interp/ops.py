@@ -123,7 +123,7 @@ def _fma64(a, b, c):
     if not safe.any():
         return p + c
     shape = np.broadcast_shapes(p.shape, np.shape(c))
-    exact = _fsum3(*(np.broadcast_to(np.where(safe, v, 0.0), shape) for v in (p, e, c))).astype(np.float64)
+    exact = np.asarray(_fsum3(*(np.broadcast_to(np.where(safe, v, 0.0), shape) for v in (p, e, c))), np.float64)
     return np.where(safe, exact, p + c)
 
 

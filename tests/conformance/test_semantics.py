@@ -371,3 +371,15 @@ def _round_fraction(q):
         if d_c < d_g or (d_c == d_g and int(candidate.view(np.uint32)) % 2 == 0):
             guess = candidate
     return guess
+
+
+@cb.kernel
+def fused_scalars(o: Mut[Array[f64]], a: f64, b: f64, c: f64):
+    o[cb.ABSOLUTE_POS] = cb.fma(a, b, c)       # the same on every unit (the interpreter's 0-d values)
+
+
+def test_fma_of_values_the_same_on_every_unit(dev):
+    require_dtype(dev, "float64")
+    o = poisoned(4, np.float64)
+    fused_scalars.launch(1, 4, o, 1.0 + 2.0**-30, 1.0 - 2.0**-30, -1.0, device=dev)
+    np.testing.assert_array_equal(o, -(2.0**-60))        # the unfused product rounds to 1.0: 0.0
