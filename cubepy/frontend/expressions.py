@@ -121,7 +121,14 @@ class Expressions:
         for op, comparator in zip(node.ops, node.comparators):
             right = self.expr(comparator)
             if not (is_traced(left) or is_traced(right)):   # compile-time values: Python decides
-                this = STATIC_COMPARE[type(op)](left, right)
+                for v in (left, right):
+                    if isinstance(v, (ArrayRef, RegionRef)):
+                        self.error(CubeTypeError, f"cannot compare {describe(v)} (an array); compare its "
+                                   "elements, e.g. x[i] < 1.0")
+                try:
+                    this = STATIC_COMPARE[type(op)](left, right)
+                except TypeError as e:
+                    self.error(CubeTypeError, f"cannot compare these compile-time values: {e}")
                 result = this if result is None else self.ops.binary("and", result, this) if is_traced(
                     result) else (result and this)
                 left = right

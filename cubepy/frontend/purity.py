@@ -31,10 +31,13 @@ def is_pure(func) -> bool:
 
 
 def describe_call(func) -> str:
+    """``'random.Random.random'``, ``'time.time'``, or a Python function's own name."""
     name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or type(func).__name__
+    if isinstance(func, (types.FunctionType, types.MethodType)):
+        return f"'{name}'"
     owner = getattr(func, "__self__", None)
     module = getattr(func, "__module__", None) or (type(owner).__module__ if owner is not None else None)
-    if module and module not in ("builtins", "__main__") and not name.startswith(module):
+    if module and module not in ("builtins", "__main__") and not name.startswith(module + "."):
         name = f"{module}.{name}"
     return f"'{name}'"
 

@@ -378,7 +378,8 @@ class Statements:
                     if not isinstance(value, Var):
                         scope[name] = Poisoned(name)
                     continue
-                if name not in before and not (reaching and all(name in sc for sc in reaching)):
+                if name not in before and not (reaching and all(
+                        name in sc and not isinstance(sc[name], MaybeUnbound) for sc in reaching)):
                     scope[name] = MaybeUnbound(name, "if" if branches.ended else "loop",
                                                self.frame.source.loc(node).line)
                     continue

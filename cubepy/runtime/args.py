@@ -107,6 +107,10 @@ def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
     for is_comptime, a in zip(comptime, args):
         cls = a.__class__
         if is_comptime:
+            try:
+                hash(a)
+            except TypeError:       # the full check names the parameter
+                return None
             key.append((cls, a))
         elif cls is np.ndarray:
             flags = a.flags
