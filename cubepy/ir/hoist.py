@@ -10,9 +10,10 @@ it is what makes an emulated plane op legal: each plane computes the op and only
 took the branch use its result. PoCL miscompiles a barrier inside a conditional followed by a
 per-unit guard (every unit passed the guard), and the hoisted form is what it handles.
 
-An ``if`` holding a loop that holds a barrier is left alone (a loop cannot run for units that did
-not take the branch); `check_barriers` then reports any barrier that some units of a cube can
-miss, as a DivergenceError naming the line.
+A loop holding a barrier comes out of an ``if`` when the condition is cube-uniform, made to run
+no iteration where it is false; under a plane-uniform condition it stays (planes would run
+different numbers of barriers), and `check_barriers` reports any barrier that some units of a
+cube can miss, as a DivergenceError naming the line.
 """
 
 from __future__ import annotations
@@ -28,17 +29,37 @@ def hoist_barriers(kernel: Kernel, is_barrier) -> Kernel:
     returned must still reach the barriers after its return (which only a cube-uniform return
     may precede), and PoCL also miscompiled a barrier after a uniform early return."""
     if any(op.opcode == "return" for op in walk(kernel.body)) and any(is_barrier(op) for op in walk(kernel.body)):
-        flag_returns(kernel)
-    hoister = _Hoister(kernel, is_barrier)
+        flag_returns(kernel, _returns_before_barriers(kernel, is_barrier))
+    from .uniformity import analyze_uniformity
+
+    hoister = _Hoister(kernel, is_barrier, analyze_uniformity(kernel))
     kernel.body.ops = hoister.block(kernel.body.ops)
     if hoister.made:
         kernel.body.ops = hoister.initial + kernel.body.ops
     return kernel
 
 
-def flag_returns(kernel: Kernel) -> None:
-    """Replace every ``return`` by setting a per-unit flag: a unit that set it leaves the loops it
-    is in (``break``) and skips the rest of each enclosing block (``if not returned``)."""
+def _returns_before_barriers(kernel: Kernel, is_barrier) -> set[int]:
+    """The ``return`` ops a barrier may follow: one later in the program, or in the same loop."""
+    order = list(walk(kernel.body))
+    last = max((k for k, op in enumerate(order) if is_barrier(op)), default=-1)
+    found = {id(op) for k, op in enumerate(order) if op.opcode == "return" and k < last}
+
+    def in_loops(block: Block, barrier_loop: bool) -> None:
+        for op in block.ops:
+            if op.opcode == "return" and barrier_loop:
+                found.add(id(op))
+            inner = barrier_loop or (op.opcode in ("for", "loop") and any(is_barrier(o) for o in walk(op.blocks[0])))
+            for b in op.blocks:
+                in_loops(b, inner)
+    in_loops(kernel.body, False)
+    return found
+
+
+def flag_returns(kernel: Kernel, which: set[int] | None = None) -> None:
+    """Replace each ``return`` (of ``which``, op ids; default all) by setting a per-unit flag: a
+    unit that set it leaves the loops it is in (``break``) and skips the rest of each enclosing
+    block (``if not returned``)."""
     flag = Var("cb_returned", Type(bool_))
     kernel.vars.append(flag)
 
@@ -49,7 +70,7 @@ def flag_returns(kernel: Kernel) -> None:
     def block(ops: list[Op], in_loop: bool) -> tuple[list[Op], bool]:
         out: list[Op] = []
         for i, op in enumerate(ops):
-            if op.opcode == "return":
+            if op.opcode == "return" and (which is None or id(op) in which):
                 out.append(Op("store_var", (flag, Const(True, Type(bool_))), None, {}, (), op.loc))
                 if in_loop:
                     out.append(Op("break", (), None, {}, (), op.loc))
@@ -77,9 +98,10 @@ def flag_returns(kernel: Kernel) -> None:
 
 
 class _Hoister:
-    def __init__(self, kernel: Kernel, is_barrier):
+    def __init__(self, kernel: Kernel, is_barrier, levels: dict):
         self.kernel = kernel
         self.is_barrier = is_barrier
+        self.levels = levels            # uniformity level per value id (0: the same on the whole cube)
         self.initial: list[Op] = []     # the crossing variables start at zero (never read undefined)
         self.made = False
 
@@ -97,11 +119,31 @@ class _Hoister:
         for op in ops:
             for b in op.blocks:
                 b.ops = self.block(b.ops)
-            if op.opcode == "if" and self.has_barrier(op) and not self.loops_a_barrier(op):
+            # a loop holding a barrier comes out of an if only when the whole cube agrees on the
+            # condition: it then runs no iteration where the condition is false
+            if op.opcode == "if" and self.has_barrier(op) and (
+                    not self.loops_a_barrier(op) or self.uniform(op.args[0])):
                 out.extend(self.split(op))
             else:
                 out.append(op)
         return out
+
+    def uniform(self, value) -> bool:
+        return isinstance(value, Const) or self.levels.get(value.id, 0) == 0
+
+    def conditioned(self, loop: Op, guard: Value) -> list[Op]:
+        """``loop`` (holding a barrier) made to run no iteration where ``guard`` is false."""
+        if loop.opcode == "for":
+            start, stop, step = loop.args
+            limited = Value(stop.type)
+            loop.args = (start, limited, step)
+            return [Op("select", (guard, stop, start), limited, {}, (), loop.loc), loop]
+        stop = Value(Type(bool_))
+        body = loop.blocks[0]
+        body.ops = [Op("not", (guard,), stop, {}, (), loop.loc),
+                    Op("if", (stop,), None, {}, (Block([Op("break", (), None, {}, (), loop.loc)]), Block()),
+                       loop.loc)] + body.ops
+        return [loop]
 
     def split(self, op: Op) -> list[Op]:
         """``if (c) {T} else {E}`` -> pieces of T under c, T's barriers, pieces of E under !c, E's barriers."""
@@ -115,6 +157,7 @@ class _Hoister:
             if side == 1:
                 negated = Value(Type(bool_))
                 out.append(Op("not", (cond,), negated, {}, (), op.loc))
+                self.levels[negated.id] = self.levels.get(cond.id, 0)
             guard = cond if side == 0 else negated
             piece: list[Op] = []
             for inner in ops.ops:
@@ -122,7 +165,7 @@ class _Hoister:
                     if piece:
                         out.append(Op("if", (guard,), None, {}, (Block(piece), Block()), op.loc))
                         piece = []
-                    out.append(inner)
+                    out.extend(self.conditioned(inner, guard) if inner.opcode in ("for", "loop") else [inner])
                 else:
                     piece.append(inner)
             if piece:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cubepy as cb
-from cubepy import Array, Comptime, Mut, f32, f64, i32, u16
+from cubepy import Array, Comptime, Mut, f32, f64, i32, i64, u16, u64
 from tests.conftest import poisoned, require_dtype
 
 
@@ -334,3 +334,28 @@ def test_the_c_source_has_no_continue_as_the_last_statement_of_a_loop():
 
     ir = tail_continue.compile(np.zeros(4, np.int32), np.zeros(4, np.int32), dim=32, device="interp").ir_module
     assert "continue;" not in render(ir, OPENCL).source
+
+
+@cb.kernel
+def guard_after_a_loop_of_plane_ops(x: Array[i64], out: Mut[Array[u64]], nu: i32, n: u16):
+    g = cb.ABSOLUTE_POS
+    if x[1] <= 0:                                  # uniform, holding plane ops and a loop of them
+        a = cb.plane_all(nu <= -2)
+        for _ in range(i32(n) % 4):
+            a = a or cb.plane_any(g == 0)
+        if g < nu:
+            out[g] = u64(1) + u64(a)
+
+
+def test_a_per_unit_guard_after_a_loop_of_plane_ops_under_a_uniform_condition(dev):
+    # found by tests/fuzz (seed 1285) on PoCL: the guard let every unit through
+    out = poisoned(42, np.uint64)
+    guard_after_a_loop_of_plane_ops.launch(2, (7, 3), np.zeros(4, np.int64), out, 25, 3, device=dev)
+    plane = dev.properties.plane_dim
+    want = np.ones(42, np.uint64)
+    for cube in range(2):
+        for lin in range(21):                      # the unit with g == 0 is in cube 0's first plane
+            g = cube * 7 + lin % 7 + 14 * (lin // 7)
+            want[g] = 2 if cube == 0 and lin // plane == 0 else 1
+    np.testing.assert_array_equal(out[:25], want[:25])
+    np.testing.assert_array_equal(out[25:], poisoned(1, np.uint64)[0])

@@ -702,6 +702,13 @@ def plane_op_arity(x: Mut[Array[f32]]):
     x[0] = cb.plane_shuffle(x[0])
 
 
+@cb.kernel
+def plane_ops_in_a_loop_under_a_plane_condition(x: Mut[Array[f32]], n: i32):
+    if cb.UNIT_POS // cb.PLANE_DIM == 1:          # plane-uniform: fine where plane ops are shuffles
+        for _ in range(n):
+            x[cb.ABSOLUTE_POS] = cb.plane_shuffle_up(x[cb.ABSOLUTE_POS], 1)
+
+
 CASES = [
     Bad("write_read_only", write_read_only, lambda: [F.copy()], CubeTypeError,
         ("read-only array parameter 'x'", "Mut[Array[f32]]", "x[0] = 1.0")),
@@ -897,6 +904,10 @@ CASES = [
         ("region 'r': strategy Tile2D partitions 2-D arrays but the argument has 1 dimension(s)",)),
     Bad("plane_op_arity", plane_op_arity, lambda: [F.copy()], CubeTypeError,
         ("plane_shuffle() takes 2 arguments, got 1",)),
+    Bad("plane_ops_in_a_loop_under_a_plane_condition", plane_ops_in_a_loop_under_a_plane_condition,
+        lambda: [F.copy(), 3], DivergenceError, ("plane_shuffle_up() is reached by only some units of the cube",
+                                                 "runs plane ops through local memory between work-group barriers"),
+        dim=64, devices=("opencl",)),
 ]
 
 
