@@ -3,8 +3,10 @@
 Cubes run in parallel on a thread pool (ctypes releases the GIL); the units of a cube run as
 loops between barriers ("work-item loops"), which LLVM vectorizes. See DESIGN.md.
 
-Options: ``cb.device("cpu", plane_dim=8, threads=4)``. ``plane_dim`` is a power of two from 1 to
-64 (default: the host's SIMD width in f32 lanes); ``threads`` defaults to ``os.cpu_count()``.
+Options: ``cb.device("cpu", plane_dim=8, threads=4, opt_level=3)``. ``plane_dim`` is a power of two
+from 1 to 64 (default: the host's SIMD width in f32 lanes); ``threads`` defaults to
+``os.cpu_count()``; ``opt_level`` (LLVM's -O, default 3) trades speed for compile time (the
+fuzzer compiles hundreds of kernels at -O1).
 """
 
 from __future__ import annotations
@@ -96,13 +98,16 @@ class CpuBackend:
     def __init__(self):
         self._pools: dict[int, ThreadPoolExecutor] = {}
         self._pool_lock = threading.Lock()
+        self._opt_levels: dict[DeviceProperties, int] = {}     # LLVM -O per probed device (default 3)
 
     # --- device -----------------------------------------------------------------------------
 
-    def probe(self, plane_dim=None, threads=None, races=False, **options) -> DeviceProperties:
+    def probe(self, plane_dim=None, threads=None, races=False, opt_level=3, **options) -> DeviceProperties:
         if options:
             raise ArgumentValueError(f"unknown option(s) for the CPU device: {', '.join(sorted(options))}; "
-                                     "it takes plane_dim and threads")
+                                     "it takes plane_dim, threads and opt_level")
+        if isinstance(opt_level, bool) or opt_level not in (0, 1, 2, 3):
+            raise ArgumentValueError(f"the CPU device's opt_level must be 0, 1, 2 or 3 (LLVM's -O), got {opt_level!r}")
         host = jit.init()
         lanes = jit.simd_f32_lanes()
         if plane_dim is None:
@@ -121,12 +126,15 @@ class CpuBackend:
         features = {"fp16", "fp64", "atomics", "plane_ops", "atomic_f32_add", "atomic_f64_add"}
         features |= {f"simd_f32x{lanes}"} | {f[1:] for f in feats if f[1:] in ("avx2", "avx512f", "fma", "f16c")
                                              and f.startswith("+")}
-        return DeviceProperties(
-            name=f"{host['cpu']} ({threads} threads, {lanes} f32 SIMD lanes)", backend=self.name,
+        level = "" if opt_level == 3 else f", LLVM -O{opt_level}"
+        props = DeviceProperties(
+            name=f"{host['cpu']} ({threads} threads, {lanes} f32 SIMD lanes{level})", backend=self.name,
             plane_dim=plane_dim, plane_size_min=plane_dim, plane_size_max=plane_dim, max_units_per_cube=1024,
             max_cube_dim=(1024, 1024, 64), max_cube_count=(2**31 - 1, 65535, 65535),
             shared_memory_per_cube=65536, vector_widths=(1, 2, 4, 8, 16), compute_units=threads,
             features=frozenset(features))
+        self._opt_levels[props] = opt_level
+        return props
 
     # --- compile ----------------------------------------------------------------------------
 
@@ -138,15 +146,15 @@ class CpuBackend:
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
         llvm_ir, layout = self.generate(kernel, properties)
-        loaded, from_disk = jit.load(llvm_ir, layout.entry)
+        loaded, from_disk = jit.load(llvm_ir, layout.entry, self._opt_levels.get(properties, 3))
         return Executable(kernel, llvm_ir, layout, loaded, from_disk)
 
     def source(self, kernel: Kernel, executable: Executable, properties: DeviceProperties, form: str = "source"):
         if form == "source":
             return executable.llvm_ir
         if form in ("optimized", "asm"):
-            mod = jit.optimize(executable.llvm_ir)
-            return str(mod) if form == "optimized" else jit.init()["tm"].emit_assembly(mod)
+            mod = jit.optimize(executable.llvm_ir, self._opt_levels.get(properties, 3))
+            return str(mod) if form == "optimized" else jit._tm(self._opt_levels.get(properties, 3)).emit_assembly(mod)
         raise ArgumentValueError(f"the CPU backend's source forms are 'source', 'optimized' and 'asm', not {form!r}")
 
     # --- launch -----------------------------------------------------------------------------
@@ -204,8 +212,8 @@ class CpuBackend:
 
     @staticmethod
     def _raise_oob(ex: Executable, kernel: Kernel, err, cube_count, cube_dim) -> None:
-        name, loc, nd = ex.layout.oob_sites[err[1]]
-        at = tuple(int(err[4 + j]) for j in range(nd))
+        name, loc, nd, unsigned = ex.layout.oob_sites[err[1]]
+        at = tuple(int(err[4 + j]) % 2**64 if unsigned[j] else int(err[4 + j]) for j in range(nd))
         shape = tuple(int(err[4 + MAX_OOB_DIMS + j]) for j in range(nd))
 
         def coords(i, dims):

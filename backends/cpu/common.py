@@ -34,7 +34,7 @@ class Layout:
     entry: str
     ws_size: int
     slots: list = field(default_factory=list)       # argument slot kinds, in order
-    oob_sites: list = field(default_factory=list)   # (array name, loc, ndim)
+    oob_sites: list = field(default_factory=list)   # (array name, loc, ndim, unsigned per index)
 
 
 def _sanitize(name: str) -> str:

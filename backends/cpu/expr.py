@@ -160,14 +160,50 @@ class ExprMixin:
             s = "s" if d.is_signed else "u"
             return self._intrinsic(f"{s}{code}", t, [x, y])
         if code in ("shl", "shr"):
-            m = fn.op(f"and {ty} {y}, {const(t, d.bits - 1)}")
-            inst = "shl" if code == "shl" else ("ashr" if d.is_signed else "lshr")
-            return fn.op(f"{inst} {ty} {x}, {m}")
+            return self._shift(code, x, y, t)
         if code in ("floordiv", "mod"):
             return self._int_divmod(code, x, y, t)
+        if code == "pow":
+            return self._int_pow(x, y, t)
         if code == "div":
             raise CpuCompileError("integer true division reached the backend", self.k.name, None)
         raise CpuCompileError(f"{code} on {t} is not supported", self.k.name, None)
+
+    def _shift(self, code: str, x: str, y: str, t: Type) -> str:
+        """A count outside [0, bits) shifts every bit out: 0, or for ``>>`` of a negative signed
+        value -1 (an unsigned compare catches negative counts too)."""
+        fn, ty, d = self.fn, ltype(t), t.dtype
+        bt = ltype(t.with_dtype(bool_))
+        out = fn.op(f"icmp uge {ty} {y}, {const(t, d.bits)}")
+        count = fn.op(f"select {bt} {out}, {ty} {const(t, 0)}, {ty} {y}")
+        inst = "shl" if code == "shl" else ("ashr" if d.is_signed else "lshr")
+        r = fn.op(f"{inst} {ty} {x}, {count}")
+        if code == "shr" and d.is_signed:
+            gone = fn.op(f"ashr {ty} {x}, {const(t, d.bits - 1)}")
+        else:
+            gone = const(t, 0)
+        return fn.op(f"select {bt} {out}, {ty} {gone}, {ty} {r}")
+
+    def _int_pow(self, a: str, b: str, t: Type) -> str:
+        """Exact wrapped ``a ** b`` by squaring over every bit of ``b`` (straight-line, so it works
+        on gang vectors too); a negative exponent gives the truncated 1 / a**-b."""
+        fn, ty, d = self.fn, ltype(t), t.dtype
+        bt = ltype(t.with_dtype(bool_))
+        one = const(t, 1)
+        r, x = one, a
+        for k in range(d.bits - (1 if d.is_signed else 0)):
+            bit = fn.op(f"and {ty} {fn.op(f'lshr {ty} {b}, {const(t, k)}')}, {one}")
+            take = fn.op(f"icmp ne {ty} {bit}, {const(t, 0)}")
+            r = fn.op(f"select {bt} {take}, {ty} {fn.op(f'mul {ty} {r}, {x}')}, {ty} {r}")
+            x = fn.op(f"mul {ty} {x}, {x}")
+        if not d.is_signed:
+            return r
+        neg = fn.op(f"icmp slt {ty} {b}, {const(t, 0)}")
+        odd = fn.op(f"icmp ne {ty} {fn.op(f'and {ty} {b}, {one}')}, {const(t, 0)}")
+        minus = fn.op(f"select {bt} {odd}, {ty} {const(t, -1)}, {ty} {one}")
+        is_one = fn.op(f"zext {bt} {fn.op(f'icmp eq {ty} {a}, {one}')} to {ty}")
+        inverse = fn.op(f"select {bt} {fn.op(f'icmp eq {ty} {a}, {const(t, -1)}')}, {ty} {minus}, {ty} {is_one}")
+        return fn.op(f"select {bt} {neg}, {ty} {inverse}, {ty} {r}")
 
     def _int_divmod(self, code: str, a: str, b: str, t: Type) -> str:
         fn, ty = self.fn, ltype(t)

@@ -45,12 +45,12 @@ def init():
             target = llvm.Target.from_default_triple()
             cpu = llvm.get_host_cpu_name()
             features = llvm.get_host_cpu_features().flatten()
-            def make_tm():
-                return target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="default",
+            def make_tm(opt=3):
+                return target.create_target_machine(cpu=cpu, features=features, opt=opt, reloc="default",
                                                     codemodel="jitdefault")
             tm = make_tm()
             _state.update(tm=tm, make_tm=make_tm, cpu=cpu, features=features, triple=target.triple,
-                          datalayout=str(tm.target_data))
+                          datalayout=str(tm.target_data), tms={3: tm})
     return _state
 
 
@@ -67,11 +67,20 @@ def simd_f32_lanes() -> int:
     return 4
 
 
-def cache_key(llvm_ir: str) -> str:
+def _tm(opt: int):
+    """The shared target machine of an optimization level (made once per level)."""
+    st = init()
+    with _lock:
+        if opt not in st["tms"]:
+            st["tms"][opt] = st["make_tm"](opt)
+    return st["tms"][opt]
+
+
+def cache_key(llvm_ir: str, opt: int = 3) -> str:
     st = init()
     h = hashlib.sha256()
     for part in (CODEGEN_VERSION, llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
-                 st["cpu"], st["features"], llvm_ir):
+                 st["cpu"], st["features"], f"O{opt}", llvm_ir):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -80,31 +89,31 @@ def cache_key(llvm_ir: str) -> str:
 CACHE = DiskCache("cpu", ".o")
 
 
-def optimize(llvm_ir: str):
-    """Parse and optimize (O3, vectorizers on); return the module."""
-    st = init()
+def optimize(llvm_ir: str, opt: int = 3):
+    """Parse and optimize (O3 with the vectorizers by default; ``opt`` 0-2 for a faster compile,
+    e.g. when fuzzing); return the module."""
     if os.environ.get("CUBEPY_CPU_DUMP"):
         Path(os.environ["CUBEPY_CPU_DUMP"]).write_text(llvm_ir)
     mod = llvm.parse_assembly(llvm_ir)
     mod.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_unrolling = True
-    pto.loop_interleaving = True
-    pb = llvm.create_pass_builder(st["tm"], pto)
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+    pto.loop_vectorization = opt >= 2
+    pto.slp_vectorization = opt >= 2
+    pto.loop_unrolling = opt >= 2
+    pto.loop_interleaving = opt >= 2
+    pb = llvm.create_pass_builder(_tm(opt), pto)
     pm = pb.getModulePassManager()
     pm.run(mod, pb)
     return mod
 
 
-def compile_object(llvm_ir: str) -> tuple[bytes, bool]:
+def compile_object(llvm_ir: str, opt: int = 3) -> tuple[bytes, bool]:
     """Object code for ``llvm_ir``: (bytes, came_from_disk); compiled once across processes."""
     def build() -> bytes:
         stats["compiles"] += 1
-        return init()["tm"].emit_object(optimize(llvm_ir))
+        return _tm(opt).emit_object(optimize(llvm_ir, opt))
     corrupt = CACHE.stats.corrupt
-    obj, from_disk = CACHE.get_or_build(cache_key(llvm_ir), build)
+    obj, from_disk = CACHE.get_or_build(cache_key(llvm_ir, opt), build)
     stats["corrupt"] += CACHE.stats.corrupt - corrupt
     if from_disk:
         stats["disk_hits"] += 1
@@ -128,13 +137,13 @@ class Loaded:
             raise RuntimeError(f"symbol {symbol} not found in the compiled object")
 
 
-def load(llvm_ir: str, symbol: str) -> tuple[Loaded, bool]:
-    obj, cached = compile_object(llvm_ir)
+def load(llvm_ir: str, symbol: str, opt: int = 3) -> tuple[Loaded, bool]:
+    obj, cached = compile_object(llvm_ir, opt)
     try:
         return Loaded(obj, symbol), cached
     except Exception:
         if not cached:
             raise
         stats["corrupt"] += 1
-        CACHE.discard(cache_key(llvm_ir))
-        return load(llvm_ir, symbol)
+        CACHE.discard(cache_key(llvm_ir, opt))
+        return load(llvm_ir, symbol, opt)

@@ -55,9 +55,11 @@ class MemoryMixin:
             old = fn.op(f"extractvalue {{ {ity}, i1 }} {pair}, 0")
             if d.is_float:
                 old = fn.op(f"bitcast {ity} {old} to {mty}")
+        elif d.is_float and kind in ("min", "max"):
+            old = self._atomic_float_extreme(kind, p, mty, vals[0], t)
         else:
             if d.is_float:
-                rmw = {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax", "exchange": "xchg"}.get(kind)
+                rmw = {"add": "fadd", "sub": "fsub", "exchange": "xchg"}.get(kind)
             else:
                 signed = d.is_signed
                 rmw = {"add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor", "exchange": "xchg",
@@ -67,3 +69,21 @@ class MemoryMixin:
             old = fn.op(f"atomicrmw {rmw} ptr {p}, {mty} {vals[0]} monotonic, align {d.itemsize}")
         if op.result is not None:
             self._define(op.result, self._from_mem(old, t))
+
+    def _atomic_float_extreme(self, kind: str, p: str, mty: str, v: str, t: Type) -> str:
+        """Float atomic min/max as a compare-and-swap loop on the bit pattern, with the min/max
+        of every other float op (NaN wins, -0.0 < +0.0); ``atomicrmw fmin`` would drop NaNs."""
+        fn = self.fn
+        ity = f"i{t.dtype.bits}"
+        cur = fn.alloca(ity, t.dtype.itemsize)
+        fn.emit(f"store {ity} {fn.op(f'load atomic {ity}, ptr {p} monotonic, align {t.dtype.itemsize}')}, ptr {cur}")
+        head, done = fn.label("atomic_retry"), fn.label("atomic_done")
+        fn.block(head)
+        seen = fn.op(f"load {ity}, ptr {cur}")
+        new = self._binary(kind, fn.op(f"bitcast {ity} {seen} to {mty}"), v, t)
+        pair = fn.op(f"cmpxchg ptr {p}, {ity} {seen}, {ity} {fn.op(f'bitcast {mty} {new} to {ity}')} "
+                     "monotonic monotonic")
+        fn.emit(f"store {ity} {fn.op(f'extractvalue {{ {ity}, i1 }} {pair}, 0')}, ptr {cur}")
+        fn.cbr(fn.op(f"extractvalue {{ {ity}, i1 }} {pair}, 1"), done, head)
+        fn.block(done)
+        return fn.op(f"bitcast {ity} {seen} to {mty}")

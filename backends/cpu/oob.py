@@ -7,6 +7,9 @@ vectorize the unit loop (and a gang updates the records of all its lanes at once
 each unit the record goes to a per-unit array (``%rec``, a noalias part of the workspace) and an
 or-reduction tells whether any unit went out of bounds; only then, after the unit loop, a scan finds
 the lowest such unit and reports its first bad access through the ``cmpxchg`` of the error word.
+
+Record words are i32; an index wider than 32 bits (a checked access compares i64 and u64 indices
+at their full width) takes two words, low then high, so the report shows the true value.
 """
 
 from __future__ import annotations
@@ -33,10 +36,14 @@ class OobMixin:
         return [j for j, a in enumerate(op.args)
                 if j < nd or not (isinstance(a, Const) or a.id in self.invariant)]
 
+    def _oob_words(self, op: Op) -> int:
+        """i32 words a unit's record of this site needs: one per recorded value, two if 64-bit."""
+        return sum(_words(op.args[j]) for j in self._oob_recorded(op))
+
     def _oob_layout_words(self) -> int:
         """i32 words per unit of the record arrays (0 when the kernel has no checks)."""
         sites = [op for op in walk(self.k.body) if op.opcode == "report_oob"]
-        return 1 + max(len(self._oob_recorded(op)) for op in sites) if sites else 0
+        return 1 + max(self._oob_words(op) for op in sites) if sites else 0
 
     def _rec_ptr(self, word: int, u: str) -> str:
         base = self.fn.op(f"getelementptr i32, ptr %rec, i32 {word * self.Upad}")
@@ -50,7 +57,7 @@ class OobMixin:
             return
         fn = self.fn
         ty = "i32" if lanes == 1 else f"<{lanes} x i32>"
-        nvals = max(len(self._oob_recorded(op)) for op in sites)
+        nvals = max(self._oob_words(op) for op in sites)
         self.oob = {"ty": ty, "lanes": lanes, "site": fn.alloca(ty), "vals": [fn.alloca(ty) for _ in range(nvals)],
                     "any": fn.alloca("i32", 4), "sites": []}
         fn.emit(f"store i32 0, ptr {self.oob['any']}")
@@ -66,7 +73,8 @@ class OobMixin:
         fn, rec = self.fn, self.oob
         nd = len(op.args) // 2
         site = len(self.oob_sites)
-        self.oob_sites.append((op.attrs.get("array", "?"), op.loc, nd))
+        unsigned = tuple(not a.type.dtype.is_signed for a in op.args[:nd])
+        self.oob_sites.append((op.attrs.get("array", "?"), op.loc, nd, unsigned))
         rec["sites"].append((site, op))
         ty = rec["ty"]
         zero = "0" if ty == "i32" else "zeroinitializer"
@@ -78,9 +86,18 @@ class OobMixin:
         cty = "i1" if ty == "i32" else f"<{rec['lanes']} x i1>"
         fn.emit(f"store {ty} {fn.op(f'select {cty} {first}, {ty} {self._oob_splat(site + 1)}, {ty} {cur}')}, "
                 f"ptr {rec['site']}")
-        for k, j in enumerate(self._oob_recorded(op)):
+        words = []
+        for j in self._oob_recorded(op):
+            a, v = op.args[j], self._get(op.args[j])
+            if _words(a) == 1:
+                words.append(v)
+                continue
+            wide = ty.replace("i32", "i64")
+            words.append(fn.op(f"trunc {wide} {v} to {ty}"))
+            high = fn.op(f"lshr {wide} {v}, {self._oob_splat(32).replace('i32', 'i64')}")
+            words.append(fn.op(f"trunc {wide} {high} to {ty}"))
+        for k, new in enumerate(words):
             old = fn.op(f"load {ty}, ptr {rec['vals'][k]}")
-            new = self._get(op.args[j])
             fn.emit(f"store {ty} {fn.op(f'select {cty} {first}, {ty} {new}, {ty} {old}')}, ptr {rec['vals'][k]}")
 
     def _oob_splat(self, value: int) -> str:
@@ -135,9 +152,17 @@ class OobMixin:
             hit, miss = fn.label("oob_hit"), fn.label("oob_miss")
             fn.cbr(fn.op(f"icmp eq i32 {s}, {site + 1}"), hit, miss)
             fn.block(hit)
-            vals = {j: fn.op(f"load i32, ptr {self._rec_ptr(1 + k, u)}, align 4")
-                    for k, j in enumerate(self._oob_recorded(op))}
-            args = [vals[j] if j in vals else self._get_cube(a) for j, a in enumerate(op.args)]
+            vals, word = {}, 1
+            for j in self._oob_recorded(op):
+                low = fn.op(f"load i32, ptr {self._rec_ptr(word, u)}, align 4")
+                if _words(op.args[j]) == 1:
+                    vals[j] = fn.op(f"sext i32 {low} to i64")
+                else:
+                    high = fn.op(f"load i32, ptr {self._rec_ptr(word + 1, u)}, align 4")
+                    high = fn.op(f"shl i64 {fn.op(f'zext i32 {high} to i64')}, 32")
+                    vals[j] = fn.op(f"or i64 {high}, {fn.op(f'zext i32 {low} to i64')}")
+                word += _words(op.args[j])
+            args = [vals[j] if j in vals else self._to_i64(self._get_cube(a), a) for j, a in enumerate(op.args)]
             self._oob_write(site, u, args)
             fn.br(done)
             fn.block(miss)
@@ -151,8 +176,12 @@ class OobMixin:
         fn.br(clear_done)
         fn.block(clear_done)
 
+    def _to_i64(self, v: str, a) -> str:
+        return v if a.type.dtype.bits == 64 else self.fn.op(f"sext i32 {v} to i64")
+
     def _oob_write(self, site: int, u: str, args: list[str]) -> None:
-        """The first report of the launch wins the error word and records the details."""
+        """The first report of the launch wins the error word and records the details (``args``
+        are the report's indices and extents as i64)."""
         fn = self.fn
         nd = len(args) // 2
         pair = fn.op("cmpxchg ptr %err, i64 0, i64 1 monotonic monotonic")
@@ -168,6 +197,10 @@ class OobMixin:
         put(2, fn.op(f"zext i32 {u} to i64"))
         put(3, self.cube_lin)
         for j, v in enumerate(args):
-            put(4 + j if j < nd else 4 + MAX_OOB_DIMS + (j - nd), fn.op(f"sext i32 {v} to i64"))
+            put(4 + j if j < nd else 4 + MAX_OOB_DIMS + (j - nd), v)
         fn.br(cont)
         fn.block(cont)
+
+
+def _words(value) -> int:
+    return 2 if value.type.dtype.bits == 64 else 1

@@ -30,19 +30,20 @@ class Arithmetic:
             return f"~{a}" if not dtype.is_bool else f"!{a}"
         if code == "neg":
             if dtype.is_int:           # -INT_MIN wraps to itself, as in the IR; C leaves it undefined
-                return f"(({self._c(dtype)})(-({self._c(self._unsigned(dtype))}){a}))"
+                return self._wrap(f"-({self._c(self._unsigned(dtype))}){a}", dtype)
             return self._down(f"-{self._up(a, dtype)}", dtype)
         if code == "abs":
             if dtype.is_float:
                 return self._down(f"{self._fn('abs', dtype)}({self._up(a, dtype)})", dtype)
             if not dtype.is_signed:
                 return a
-            return f"({a} < 0 ? ({self._c(dtype)})(-({self._c(self._unsigned(dtype))}){a}) : {a})"
+            return f"({a} < 0 ? {self._wrap(f'-({self._c(self._unsigned(dtype))}){a}', dtype)} : {a})"
         if not dtype.is_float:
             raise CubeTypeError(f"{code} of {dtype} is not supported", self.k.name)
         return self._down(f"{self._fn(code, dtype)}({self._up(a, dtype)})", dtype)
 
-    def _binary(self, code: str, dtype: DType, a: str, b: str) -> str:
+    def _binary(self, code: str, dtype: DType, a: str, b: str, b_value=None) -> str:
+        """``a <code> b`` in C; ``b_value`` is b's value when it is a constant (shift counts)."""
         sym = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^",
                **COMPARE_SYM}.get(code)
         if code in COMPARE:
@@ -56,20 +57,31 @@ class Arithmetic:
                 # Wrap as the IR says: signed overflow is undefined in C (compilers fold on it), and
                 # narrow types are promoted to a signed int, so compute in an unsigned type.
                 ut = self._c(self._unsigned(dtype))
-                return f"(({self._c(dtype)})(({ut}){a} {sym} ({ut}){b}))"
+                return self._wrap(f"({ut}){a} {sym} ({ut}){b}", dtype)
             return self._down(f"{self._up(a, dtype)} {sym} {self._up(b, dtype)}", dtype)
         if code in ("min", "max"):
             if dtype.is_float:
-                return self._down(f"{self._fn(code, dtype)}({self._up(a, dtype)}, {self._up(b, dtype)})", dtype)
+                return self._down(f"{self._minmax_helper(code, dtype)}({self._up(a, dtype)}, {self._up(b, dtype)})",
+                                  dtype)
             return f"({a} {'<' if code == 'min' else '>'} {b} ? {a} : {b})"
         if code in ("floordiv", "mod", "pow"):
             return f"{self._arith_helper(code, dtype)}({a}, {b})"
         if code in ("shl", "shr"):
-            n = f"({b} & {dtype.bits - 1})"
-            if code == "shr" or not dtype.is_signed:
-                return f"{a} {'<<' if code == 'shl' else '>>'} {n}"
-            ut = self._c(DTYPES_BY_NAME[f"u{dtype.bits}"])
-            return f"({self._c(dtype)})(({ut}){a} << {n})"
+            # a count outside [0, bits) shifts every bit out (cubepy.ir.semantics)
+            if b_value is not None:
+                out = "true" if not 0 <= b_value < dtype.bits else None
+            else:
+                out = f"({b} >= {dtype.bits})" if not dtype.is_signed else f"({b} < 0 || {b} >= {dtype.bits})"
+            ut = self._c(self._unsigned(dtype))
+            shifted = self._wrap(f"({ut}){a} << {b}", dtype) if code == "shl" else f"({self._c(dtype)})({a} >> {b})"
+            if out is None:
+                return shifted
+            if code == "shr":
+                gone = f"({a} < 0 ? {self._lit(-1, dtype)} : {self._lit(0, dtype)})" if dtype.is_signed else \
+                    self._lit(0, dtype)
+            else:
+                gone = self._lit(0, dtype)
+            return gone if out == "true" else f"({out} ? {gone} : {shifted})"
         raise CubeTypeError(f"operation {code} on {dtype} is not supported by the {self.d.name} backend",
                             self.k.name)
 
@@ -77,6 +89,41 @@ class Arithmetic:
     def _unsigned(dtype: DType) -> DType:
         """The unsigned type integer arithmetic on ``dtype`` wraps in: same width, at least 32 bits."""
         return DTYPES_BY_NAME[f"u{max(32, dtype.bits)}"]
+
+    def _wrap(self, e: str, dtype: DType, exact: bool = False) -> str:
+        """The unsigned value ``e`` (of `_unsigned` type or narrower) wrapped to the integer ``dtype``.
+
+        Converting an out-of-range value to a signed type is implementation-defined before C++20,
+        and NVIDIA's compilers drop such a narrowing when a widening follows
+        (``(int)(short)(-(unsigned)v)`` became ``-v``). So a narrow signed result (8 or 16 bits,
+        computed in 32), and with ``exact`` (casts) any signed narrowing, is sign-extended by
+        arithmetic that is exact in every dialect, ``((e & mask) ^ sign) - sign`` in a wider type;
+        the final conversion then preserves the value. 32-bit arithmetic keeps the plain
+        conversion, which every compiler treats as modulo."""
+        ct = self._c(dtype)
+        if not dtype.is_signed or dtype.bits == 64 or (dtype.bits == 32 and not exact):
+            return f"(({ct})({e}))"
+        wide = DTYPES_BY_NAME["i64"] if dtype.bits == 32 else DTYPES_BY_NAME["i32"]
+        u32 = DTYPES_BY_NAME["u32"]
+        low = f"(({self._c(u32)})({e}) & {self._lit((1 << dtype.bits) - 1, u32)})"
+        sign = self._lit(1 << (dtype.bits - 1), wide)
+        return f"(({ct})(((({self._c(wide)}){low}) ^ {sign}) - {sign}))"
+
+    def _minmax_helper(self, code: str, dtype: DType) -> str:
+        """Float min/max with one rule on every device (cubepy.ir.semantics): NaN wins, and of
+        -0.0 and +0.0 min is -0.0, max +0.0 (the OR / AND of the bit patterns of equal operands).
+        C's fmin/fmax return the other operand of a NaN, and leave the sign of zero open."""
+        ft = DTYPES_BY_NAME["f32"] if dtype.name in HALF else dtype
+        ct, ut = self._c(ft), self._c(DTYPES_BY_NAME[f"u{ft.bits}"])
+        name = f"cb_{code}_{ft.name}"
+        if name in self.helpers:
+            return name
+        bits = self.d.bitcast
+        join = "|" if code == "min" else "&"
+        same = bits.format(to=ct, x=f"({ut})({bits.format(to=ut, x='a')} {join} {bits.format(to=ut, x='b')})")
+        body = (f"if (a != a) return a;\n  if (b != b) return b;\n  if (a == b) return {same};\n"
+                f"  return a {'<' if code == 'min' else '>'} b ? a : b;")
+        return self._helper(name, f"{self.d.device_fn} {ct} {name}({ct} a, {ct} b) {{\n  {body}\n}}")
 
     def _arith_helper(self, code: str, dtype: DType) -> str:
         """Python's // and % (integer division by zero gives 0), and integer/float pow."""
@@ -110,16 +157,17 @@ class Arithmetic:
                     "pow": (f"{wt} r = 1, x = a;\n  while (b) {{ if (b & 1) r = r * x; x = x * x; b >>= 1; }}\n"
                             f"  return ({ct})r;")}[code]
         else:
-            ut = self._c(DTYPES_BY_NAME[f"u{dtype.bits}"])
+            ut = self._c(self._unsigned(dtype))
             body = {
-                "floordiv": (f"if (b == 0) return 0;\n  if (b == -1) return ({ct})(({ut})0 - ({ut})a);\n"
+                "floordiv": (f"if (b == 0) return 0;\n"
+                             f"  if (b == -1) return {self._wrap(f'({ut})0 - ({ut})a', dtype)};\n"
                              f"  {ct} q = a / b;\n  if (a % b != 0 && ((a < 0) != (b < 0))) q -= 1;\n  return q;"),
                 "mod": (f"if (b == 0 || b == -1) return 0;\n  {ct} r = a % b;\n"
                         f"  if (r != 0 && ((r < 0) != (b < 0))) r += b;\n  return r;"),
                 "pow": (f"if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
                         f"  {ut} r = 1, x = ({ut})a;\n"
                         f"  while (b) {{ if (b & 1) r = ({ut})(r * x); x = ({ut})(x * x); b >>= 1; }}\n"
-                        f"  return ({ct})r;"),
+                        f"  return {self._wrap('r', dtype)};"),
             }[code]
         return self._helper(name, f"{fn} {ct} {name}({ct} a, {ct} b) {{\n  {body}\n}}")
 
@@ -127,9 +175,29 @@ class Arithmetic:
         if dst.is_bool:
             return f"({self._up(a, src)} != 0)"
         ct = self._c(dst)
+        if src.is_float and dst.is_int:
+            return f"{self._float_to_int_helper(src, dst)}({self._up(a, src)})"
         if src.name in HALF or dst.name in HALF:
             return f"(({ct})((float)({a})))"
+        if src.is_int and dst.is_int and dst.is_signed and dst.bits < 64 and (
+                src.bits > dst.bits or (src.bits == dst.bits and not src.is_signed)):
+            return self._wrap(a, dst, exact=True)      # a narrowing to a signed type: never dropped
         return f"(({ct}){a})"
+
+    def _float_to_int_helper(self, src: DType, dst: DType) -> str:
+        """Float to integer: toward zero, saturating at the type's bounds, NaN gives 0 (the rule of
+        cubepy.ir.semantics; a plain C conversion of an out-of-range value is undefined)."""
+        ft = DTYPES_BY_NAME["f32"] if src.name in HALF else src
+        name = f"cb_cast_{ft.name}_{dst.name}"
+        if name in self.helpers:
+            return name
+        ct, fct = self._c(dst), self._c(ft)
+        low, high = (-(1 << (dst.bits - 1)), (1 << (dst.bits - 1)) - 1) if dst.is_signed else (0, (1 << dst.bits) - 1)
+        limit = self._lit(float(high + 1), ft)        # 2**(bits-1) or 2**bits: exact in every float type
+        floor = self._lit(float(low), ft)
+        body = (f"return x != x ? {self._lit(0, dst)} : x >= {limit} ? {self._lit(high, dst)} : "
+                f"x <= {floor} ? {self._lit(low, dst)} : ({ct})x;")
+        return self._helper(name, f"{self.d.device_fn} {ct} {name}({fct} x) {{\n  {body}\n}}")
 
     # --- value ops -----------------------------------------------------------------------
 

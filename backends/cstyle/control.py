@@ -31,7 +31,9 @@ class ControlFlow:
             self._define(op, lambda i: self._unary(code, dt, self._arg(op.args[0], i)))
         elif code in BINARY or code in COMPARE:
             dt = op.args[0].type.dtype
-            self._define(op, lambda i: self._binary(code, dt, self._arg(op.args[0], i), self._arg(op.args[1], i)))
+            b_value = op.args[1].value if isinstance(op.args[1], Const) else None
+            self._define(op, lambda i: self._binary(code, dt, self._arg(op.args[0], i), self._arg(op.args[1], i),
+                                                    b_value))
         elif code in PLANE_OPS:
             self._plane(op)
         else:
@@ -63,12 +65,12 @@ class ControlFlow:
         else:
             cond = f"({step} > 0 ? {var} < {stop} : {var} > {stop})"
         self._line(f"for ({var} = {start}; {cond}; {var} += {step}) {{")
-        self._nested(op.blocks[0])
+        self._nested(_without_tail_continue(op.blocks[0]))
         self._line("}")
 
     def _op_loop(self, op: Op) -> None:
         self._line("for (;;) {")
-        self._nested(op.blocks[0])
+        self._nested(_without_tail_continue(op.blocks[0]))
         self._line("}")
 
     def _op_break(self, op: Op) -> None:
@@ -79,6 +81,23 @@ class ControlFlow:
 
     def _op_return(self, op: Op) -> None:
         self._line("return;")
+
+
+def _without_tail_continue(block: Block) -> Block:
+    """The loop body without a ``continue`` that is its last statement (also at the end of an
+    ``if`` that ends the body): it changes nothing, and PoCL miscompiled a trailing ``continue``
+    (``while`` loops ending in ``if c: continue`` ran one extra iteration for some units)."""
+    if not block.ops:
+        return block
+    last = block.ops[-1]
+    if last.opcode == "continue":
+        return Block(block.ops[:-1])
+    if last.opcode == "if":
+        blocks = tuple(_without_tail_continue(b) for b in last.blocks)
+        if all(a is b for a, b in zip(blocks, last.blocks)):
+            return block
+        return Block(block.ops[:-1] + [Op(last.opcode, last.args, last.result, last.attrs, blocks, last.loc)])
+    return block
 
 
 __all__ = ["ControlFlow"]

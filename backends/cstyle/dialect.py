@@ -128,6 +128,9 @@ class Dialect:
     # approximate functions, never finite-math assumptions. A pragma in the source, or compiler flags.
     strict_fp_pragma: str = ""
     fp_flags: dict = field(default_factory=dict)   # fastmath (None or "algebraic") -> compiler flags
+    # before a loop that must stay a loop: ptxas (CUDA 13) fails register allocation ("C7600 ...
+    # register count of 7") on the fully unrolled 31-shuffle loop of a partial plane's reduction
+    no_unroll: str = ""
 
     def with_(self, **changes) -> Dialect:
         return replace(self, **changes)
@@ -170,6 +173,7 @@ CUDA = Dialect(
     popcount={32: "__popc({x})", 64: "__popcll({x})"},
     shared_static_limit=48 * 1024,
     dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
+    no_unroll="#pragma unroll 1",
 )
 
 HIP = CUDA.with_(
@@ -195,7 +199,9 @@ _OCL_TYPES = {
     "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
     "f16": "half", "f32": "float", "f64": "double",
 }
-_OCL_VECTORS = {(d, w): f"{t}{w}" for d, t in _OCL_TYPES.items() if d != "bool_" for w in (2, 4, 8, 16)}
+# no half vectors: NVIDIA's OpenCL compiler cannot build arithmetic on them ("Do not know how to
+# split the result of this operator!"); f16 Lines are structs of halves, computed element by element
+_OCL_VECTORS = {(d, w): f"{t}{w}" for d, t in _OCL_TYPES.items() if d not in ("bool_", "f16") for w in (2, 4, 8, 16)}
 _OCL_ATOMICS: dict[tuple[str, str], str] = {}
 for _op, _fn in (("add", "add"), ("sub", "sub"), ("min", "min"), ("max", "max"), ("and", "and"), ("or", "or"),
                  ("xor", "xor"), ("exchange", "xchg")):

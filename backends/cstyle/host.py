@@ -1,10 +1,10 @@
 """Host-side pieces every C-style GPU backend shares.
 
 The error record: a checked kernel with ``report_oob`` sites gets one int32 array of
-`ERROR_WORDS` words per compiled specialization, zeroed once. The first out-of-bounds access of
-a launch claims word 0 with a compare-and-swap and fills in the rest; the backend reads the
-record only when it synchronizes anyway (or at ``synchronize()``), never with an extra sync per
-launch, and raises the OutOfBoundsError the interpreter would have raised.
+`ERROR_WORDS` words per compiled specialization (layout in `rendered`), zeroed once. The first
+out-of-bounds access of a launch claims word 0 with a compare-and-swap and fills in the rest; the
+backend reads the record only when it synchronizes anyway (or at ``synchronize()``), never with
+an extra sync per launch, and raises the OutOfBoundsError the interpreter would have raised.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from cubepy.errors import OutOfBoundsError, out_of_bounds
 
-from .renderer import ERROR_WORDS, MAX_DIMS, OOBSite
+from .rendered import ERROR_WORDS, EXTENT_WORDS, INDEX_WORDS, OOBSite
 
 
 def oob_error(record: np.ndarray, sites: list[OOBSite], kernel_name: str) -> OutOfBoundsError | None:
@@ -24,8 +24,12 @@ def oob_error(record: np.ndarray, sites: list[OOBSite], kernel_name: str) -> Out
     site = sites[int(record[1])] if 0 <= int(record[1]) < len(sites) else OOBSite("?", 1, None)
     unit = tuple(int(v) for v in record[2:5])
     cube = tuple(int(v) for v in record[5:8])
-    at = tuple(int(v) for v in record[8:8 + site.ndim])
-    shape = tuple(int(v) for v in record[8 + MAX_DIMS:8 + MAX_DIMS + site.ndim])
+    at = []
+    for j in range(site.ndim):
+        low, high = int(record[INDEX_WORDS + 2 * j]) % 2**32, int(record[INDEX_WORDS + 2 * j + 1])
+        value = (high << 32) | low
+        at.append(value % 2**64 if j < len(site.unsigned) and site.unsigned[j] else value)
+    shape = tuple(int(v) for v in record[EXTENT_WORDS:EXTENT_WORDS + site.ndim])
     return out_of_bounds(kernel_name, site.array, at, shape, unit, cube, site.loc)
 
 

@@ -7,7 +7,7 @@ from cubepy.errors import CubeTypeError
 from cubepy.ir.nodes import Buffer, Op
 from cubepy.ir.types import DTYPES_BY_NAME, DType
 
-from .rendered import MAX_DIMS, OOBSite
+from .rendered import EXTENT_WORDS, INDEX_WORDS, MAX_DIMS, OOBSite
 
 
 class Memory:
@@ -93,16 +93,24 @@ class Memory:
         if n > MAX_DIMS:
             raise CubeTypeError(f"arrays of more than {MAX_DIMS} dimensions are not supported", self.k.name, op.loc)
         site = len(self.sites)
-        self.sites.append(OOBSite(op.attrs.get("array", "?"), n, op.loc))
+        indices = op.args[:n]
+        self.sites.append(OOBSite(op.attrs.get("array", "?"), n, op.loc,
+                                  tuple(not a.type.dtype.is_signed for a in indices)))
         b = self.d.builtins
         cas = self.d.cas[32].format(p="&cb_err[0]", cmp="0", v="1")
         self._line(f"if ({cas} == 0) {{  // the first out-of-bounds access of the launch wins")
         vals = [str(site)] + [b[f"unit_pos_{a}"] for a in "xyz"] + [b[f"cube_pos_{a}"] for a in "xyz"]
-        vals += [self._arg(a) for a in op.args[:n]]
         for j, v in enumerate(vals):
             self._line(f"  cb_err[{j + 1}] = {v};")
+        u32, u64 = self._c(DTYPES_BY_NAME["u32"]), self._c(DTYPES_BY_NAME["u64"])
+        for j, a in enumerate(indices):
+            v = self._arg(a)
+            high = (f"(int)({u32})(({u64})({v}) >> 32)" if a.type.dtype.bits == 64
+                    else f"({v} < 0 ? -1 : 0)")
+            self._line(f"  cb_err[{INDEX_WORDS + 2 * j}] = (int)({u32})({v});")
+            self._line(f"  cb_err[{INDEX_WORDS + 2 * j + 1}] = {high};")
         for j, a in enumerate(op.args[n:]):
-            self._line(f"  cb_err[{8 + MAX_DIMS + j}] = {self._arg(a)};")
+            self._line(f"  cb_err[{EXTENT_WORDS + j}] = {self._arg(a)};")
         self._line("}")
 
     # --- atomics --------------------------------------------------------------------------
@@ -149,7 +157,7 @@ class Memory:
             ut, wt = self._c(u), self._c(DTYPES_BY_NAME["u32"])
             bits_of = d.bitcast.format(to=ut, x="nv") if dtype.is_float else f"({ut})nv"
             from_bits = (d.bitcast.format(to=ct, x=f"({ut})((assumed >> sh) & {(1 << dtype.bits) - 1}u)")
-                         if dtype.is_float else f"({ct})((assumed >> sh) & {(1 << dtype.bits) - 1}u)")
+                         if dtype.is_float else self._wrap(f"(assumed >> sh) & {(1 << dtype.bits) - 1}u", dtype))
             cas = d.cas[32].format(p="wp", cmp="assumed", v=f"(assumed & ~m) | ((({wt}){bits_of} << sh) & m)")
             body = (f"{q}{wt}* wp = ({q}{wt}*)(({d.size_t})p & ~({d.size_t})3);\n"
                     f"  const int sh = (int)((({d.size_t})p & 3) * 8);\n"

@@ -116,7 +116,7 @@ class Naming:
                 s += ".0"
             if dtype.name != "f64":
                 s += "f"
-            elif s.startswith("-"):
+            if s.startswith("-"):       # so that a negation in front never reads as `--`
                 s = f"({s})"
             return s if dtype.name in ("f32", "f64") else f"(({ct}){s})"
         return s if dtype.name == "f32" else f"(({ct}){s})"

@@ -3,7 +3,7 @@ through shared (local) memory (a mixin of `renderer._Renderer`)."""
 
 from __future__ import annotations
 
-from cubepy.ir.nodes import PLANE_REDUCE, Op
+from cubepy.ir.nodes import PLANE_OPS, PLANE_REDUCE, Op
 from cubepy.ir.types import DType, Type, f32, i32, u32, u64
 
 
@@ -44,12 +44,9 @@ class PlaneOps:
         round in f16). Narrow integers widen to 32 bits: sums wrap the same way once narrowed back,
         minima and maxima are exact. Sub-group sizes are checked against the plane size at compile."""
         shuffle = code in _SOURCE_LANE
-        native = self.d.subgroup_ops.get("plane_shuffle" if shuffle else code)
-        if native is None or (dtype.is_bool and code not in ("plane_all", "plane_any", "plane_ballot")
-                              and not shuffle):
+        if not on_sub_groups(code, dtype, self.d):
             return None
-        if dtype.name in ("f16", "bf16") and not shuffle:
-            return None
+        native = self.d.subgroup_ops["plane_shuffle" if shuffle else code]
         name = f"cb_sg_{code}_{dtype.name}"
         if name in self.helpers:
             return name
@@ -98,9 +95,7 @@ class PlaneOps:
                         f"    for (int d = {P // 2}; d > 0; d >>= 1) {{ const {ct} y = {y}; "
                         f"x = {self._binary(combine, dtype, 'x', 'y')}; }}\n    return x;\n  }}\n"
                         f"  {ct} acc = {self._shfl('x', '0', dtype)};\n"
-                        # not unrolled: ptxas 13.0 fails register allocation (C7600) on the
-                        # fully unrolled chain of 31 shuffles in some kernels
-                        f"  #pragma unroll 1\n"
+                        + (f"  {d.no_unroll}\n" if d.no_unroll else "") +
                         f"  for (int l = 1; l < {P}; ++l) {{\n    const {ct} y = {yl};\n"
                         f"    if ((m >> l) & 1) acc = {self._binary(combine, dtype, 'acc', 'y')};\n  }}\n"
                         f"  return acc;")
@@ -152,6 +147,27 @@ class PlaneOps:
         return self._helper(name, f"{sig} {{\n  {body}\n}}")
 
 
+def on_sub_groups(code: str, dtype: DType, dialect) -> bool:
+    """Whether the plane op ``code`` on ``dtype`` runs on the dialect's sub-group builtins (else,
+    in "local" mode, it is emulated through local memory between two work-group barriers)."""
+    shuffle = code in _SOURCE_LANE
+    if dialect.subgroup_ops.get("plane_shuffle" if shuffle else code) is None:
+        return False
+    if dtype.is_bool and code not in ("plane_all", "plane_any", "plane_ballot") and not shuffle:
+        return False
+    return not (dtype.name in ("f16", "bf16") and not shuffle)
+
+
+def uses_barrier(op: Op, dialect) -> bool:
+    """Whether ``op`` is a cube-wide barrier in this dialect: ``sync_cube``, or a plane op emulated
+    through local memory."""
+    if op.opcode == "sync_cube":
+        return True
+    if op.opcode not in PLANE_OPS or dialect.plane_mode == "shuffle" or op.opcode == "plane_elect":
+        return False
+    return not on_sub_groups(op.opcode, op.args[0].type.dtype, dialect)
+
+
 # The source lane of each shuffle, from this unit's ``lane``, the op's argument ``a`` and the last
 # lane of a plane (``last``), for the hardware, sub-group and local-memory forms alike.
 _SOURCE_LANE = {"plane_broadcast": "a & {last}", "plane_shuffle": "a & {last}", "plane_shuffle_xor": "lane ^ a",
@@ -169,4 +185,4 @@ def _wide(dtype: DType) -> DType:
     return i32 if dtype.is_signed else u32
 
 
-__all__ = ["PlaneOps"]
+__all__ = ["PlaneOps", "on_sub_groups", "uses_barrier"]

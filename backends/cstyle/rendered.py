@@ -8,7 +8,11 @@ from dataclasses import dataclass, field
 from cubepy.ir.nodes import SourceLoc
 
 MAX_DIMS = 8
-ERROR_WORDS = 8 + 2 * MAX_DIMS
+# [flag, site, unit x y z, cube x y z, index (low, high) x MAX_DIMS, extent x MAX_DIMS], int32 words;
+# an index takes two words so that a checked 64-bit index is reported at its true value
+INDEX_WORDS = 8
+EXTENT_WORDS = INDEX_WORDS + 2 * MAX_DIMS
+ERROR_WORDS = EXTENT_WORDS + MAX_DIMS
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class OOBSite:
     array: str
     ndim: int
     loc: SourceLoc | None
+    unsigned: tuple[bool, ...] = ()    # per index: reported as an unsigned value (a u64 index)
 
 
 @dataclass
@@ -45,4 +50,4 @@ class Rendered:
     subgroups: bool = False            # plane ops on the device's sub-group builtins (OpenCL)
 
 
-__all__ = ["ERROR_WORDS", "MAX_DIMS", "ArgSlot", "OOBSite", "Rendered"]
+__all__ = ["ERROR_WORDS", "EXTENT_WORDS", "INDEX_WORDS", "MAX_DIMS", "ArgSlot", "OOBSite", "Rendered"]

@@ -11,8 +11,8 @@ the C operators lack (Python's ``//`` and ``%``, wrapping shifts, plane ops, ato
 lacks) are small helper functions emitted into the preamble, once each.
 
 Global arrays arrive as pointers followed by their extents (one ``int`` per dimension); a checked
-kernel gets one more argument, the device-side error record written by ``report_oob``:
-``[flag, site, unit x, y, z, cube x, y, z, index[0..7], extent[0..7]]`` (int32).
+kernel gets one more argument, the device-side error record written by ``report_oob`` (int32
+words; its layout is in `rendered`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ops import maximum, minimum
+
 
 def _segments(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For sorted addresses: where each segment starts, and each entry's segment number."""
@@ -72,9 +74,16 @@ def atomic(kind: str, flat: np.ndarray, addr: np.ndarray, value: np.ndarray,
     if len(addr) == 0:
         return flat[:0].copy()
     if kind in ("min", "max"):
-        order = np.lexsort((value, addr))                   # by address, then value ascending
+        # by address, then each unit sees a new extreme: descending values for min, ascending
+        # for max, -0.0 below +0.0, NaNs last (once a NaN is in, it stays: min/max propagate it)
+        ascending = np.lexsort((~np.signbit(value), value)) if value.dtype.kind == "f" else np.argsort(value)
+        rank = np.empty(len(value), np.int64)
+        rank[ascending] = np.arange(len(value))
         if kind == "min":
-            order = order[::-1]                             # largest first: each sees a new minimum
+            rank = len(value) - 1 - rank
+        if value.dtype.kind == "f":
+            rank = np.where(np.isnan(value), len(value) + rank, rank)
+        order = np.lexsort((rank, addr))
     else:
         order = np.argsort(addr, kind="stable")             # by address, then unit order
     a, v = addr[order], value[order]
@@ -83,7 +92,7 @@ def atomic(kind: str, flat: np.ndarray, addr: np.ndarray, value: np.ndarray,
     if kind in ("add", "sub"):
         old, new = _add(mem0, v, start, seg, kind == "sub")
     elif kind in ("min", "max"):
-        old, new = _min_max(mem0, v, start, np.minimum if kind == "min" else np.maximum)
+        old, new = _min_max(mem0, v, start, minimum if kind == "min" else maximum)
     elif kind == "exchange":
         old, new = np.where(start, mem0, np.roll(v, 1)), v
     elif kind in ("and", "or", "xor"):

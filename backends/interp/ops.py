@@ -40,16 +40,91 @@ def _pow(a, b):
     return np.power(a, b)
 
 
-def _shift(fn):
-    def shift(a, b):
-        return fn(a, b & (a.dtype.itemsize * 8 - 1))
-    return shift
+def _shl(a, b):
+    """``a << b``; a count outside [0, bits) shifts every bit out (cubepy.ir.semantics)."""
+    out = (b < 0) | (b >= a.dtype.itemsize * 8)
+    return np.where(out, 0, np.left_shift(a, np.where(out, 0, b)))
+
+
+def _shr(a, b):
+    bits = a.dtype.itemsize * 8
+    out = (b < 0) | (b >= bits)
+    gone = np.right_shift(a, bits - 1) if a.dtype.kind == "i" else np.zeros_like(a)   # -1 or 0
+    return np.where(out, gone, np.right_shift(a, np.where(out, 0, b)))
+
+
+def minimum(a, b):
+    """Elementwise min; for floats IEEE 754-2019 ``minimum``: NaN wins, -0.0 < +0.0."""
+    if a.dtype.kind != "f":
+        return np.minimum(a, b)
+    r = np.minimum(a, b)
+    zeros = (a == b) & (a == 0)
+    return np.where(zeros, np.where(np.signbit(a), a, b), r)
+
+
+def maximum(a, b):
+    if a.dtype.kind != "f":
+        return np.maximum(a, b)
+    r = np.maximum(a, b)
+    zeros = (a == b) & (a == 0)
+    return np.where(zeros, np.where(np.signbit(a), b, a), r)
+
+
+def cast(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Conversion to ``dtype``; float to integer truncates toward zero, saturates, NaN gives 0."""
+    if a.dtype.kind != "f" or dtype.kind not in "iu":
+        return a.astype(dtype)
+    info = np.iinfo(dtype)
+    wide = a.astype(np.float64)                     # exact for every float type
+    t = np.trunc(np.where(np.isnan(wide), 0.0, wide))
+    high, low = t >= float(info.max), t <= float(info.min)
+    # float(info.max) is exact, or for 64-bit types rounds up to 2**63 (2**64): at or past it saturates
+    safe = np.where(high | low, 0.0, t)
+    return np.where(high, info.max, np.where(low, info.min, safe.astype(dtype))).astype(dtype)
 
 
 def _fma(a, b, c):
-    if a.dtype.kind == "f" and a.dtype.itemsize < 8:  # one rounding, like a fused multiply-add
-        return a.astype(np.float64) * b + c
-    return a * b + c
+    """``a * b + c`` rounded once, as a fused multiply-add is (every compiled backend fuses)."""
+    if a.dtype.kind != "f":
+        return a * b + c
+    if a.dtype.itemsize == 8:
+        return _fma64(a, b, c)
+    # f32/f16: the product is exact in f64; the f64 sum is rounded, and rounding it again to the
+    # narrow type is wrong only when the sum lands on a midpoint of the narrow type: then the
+    # sum's exact error (TwoSum) says which neighbour the exact result is nearer to
+    a64, b64, c64 = (np.asarray(v, np.float64) for v in (a, b, c))
+    p = a64 * b64
+    s = p + c64
+    bb = s - p
+    t = (p - (s - bb)) + (c64 - bb)
+    r = s.astype(a.dtype)
+    back = r.astype(np.float64)
+    toward = np.where(back < s, np.inf, -np.inf).astype(a.dtype)
+    n = np.nextafter(r, toward)
+    midpoint = s == (back + n.astype(np.float64)) / 2
+    fix = midpoint & (t != 0) & (np.sign(t) == np.sign(n.astype(np.float64) - back))
+    return np.where(fix, n, r)
+
+
+_fsum3 = np.frompyfunc(lambda p, e, c: math.fsum((p, e, c)), 3, 1)
+
+
+def _fma64(a, b, c):
+    """Exact f64 fma: the product's exact error by Veltkamp splitting, the three-term sum rounded
+    once by math.fsum; non-finite or huge operands take IEEE's a * b + c."""
+    p = a * b
+    split = 134217729.0                                   # 2**27 + 1
+    ta, tb = split * a, split * b
+    ah, bh = ta - (ta - a), tb - (tb - b)
+    al, bl = a - ah, b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    safe = np.isfinite(p) & np.isfinite(e) & np.isfinite(c) & (np.abs(a) < 1e150) & (np.abs(b) < 1e150)
+    safe = safe & ((p == 0) | (np.abs(p) > 1e-290))      # no underflow in the product
+    if not safe.any():
+        return p + c
+    shape = np.broadcast_shapes(p.shape, np.shape(c))
+    exact = np.asarray(_fsum3(*(np.broadcast_to(np.where(safe, v, 0.0), shape) for v in (p, e, c))), np.float64)
+    return np.where(safe, exact, p + c)
 
 
 UNARY = {
@@ -60,9 +135,9 @@ UNARY = {
 }
 BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "floordiv": _floordiv, "mod": _mod, "pow": _pow, "min": np.minimum, "max": np.maximum,
+    "floordiv": _floordiv, "mod": _mod, "pow": _pow, "min": minimum, "max": maximum,
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-    "shl": _shift(np.left_shift), "shr": _shift(np.right_shift),
+    "shl": _shl, "shr": _shr,
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
     "gt": np.greater, "ge": np.greater_equal,
 }
@@ -87,7 +162,7 @@ def _insert(op: Op, line, x):
 SPECIAL = {
     "fma": lambda op, a, b, c: _fma(a, b, c),
     "select": _select,
-    "cast": lambda op, a: a.astype(np_dtype(op.result.type)),
+    "cast": lambda op, a: cast(a, np_dtype(op.result.type)),
     "broadcast": _broadcast,
     "extract": lambda op, a: a[..., op.attrs["index"]],
     "insert": _insert,

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ops import maximum, minimum
+
 REDUCE = {"plane_sum": np.add, "plane_prod": np.multiply, "plane_min": np.minimum, "plane_max": np.maximum}
+_IEEE = {"plane_min": minimum, "plane_max": maximum}
 SHUFFLES = ("plane_broadcast", "plane_shuffle", "plane_shuffle_xor", "plane_shuffle_up", "plane_shuffle_down")
 
 
@@ -55,6 +58,8 @@ class Planes:
         if code in REDUCE:
             fn = REDUCE[code]
             init = {"plane_min": _extreme(xp.dtype, True), "plane_max": _extreme(xp.dtype, False)}.get(code)
+            if code in _IEEE and xp.dtype.kind == "f":   # NaN wins, -0.0 < +0.0: in any order
+                return self.everywhere(_tree_reduce(_IEEE[code], np.where(v, xp, init)))
             kw = {} if init is None else {"initial": init}
             return self.everywhere(fn.reduce(xp, axis=1, where=v, dtype=xp.dtype, **kw))
         if code == "plane_all":
@@ -90,3 +95,11 @@ class Planes:
         if xp.ndim == 3:
             src, ok = src[..., None], ok[..., None]
         return np.where(ok, np.take_along_axis(xp, src, axis=1), xp)
+
+
+def _tree_reduce(fn, x: np.ndarray) -> np.ndarray:
+    """Reduce axis 1 (a power of two long) with an associative and commutative ``fn``."""
+    while x.shape[1] > 1:
+        half = x.shape[1] // 2
+        x = fn(x[:, :half], x[:, half:])
+    return x[:, 0]

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from cubepy.errors import ArgumentTypeError, ArgumentValueError, BackendUnavailableError, ToolchainError
+from cubepy.errors import (ArgumentTypeError, ArgumentValueError, BackendUnavailableError, CompileError,
+                           CubeTypeError, ToolchainError)
 from cubepy.ir.nodes import Buffer, Kernel
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.events import not_recorded
@@ -197,15 +198,17 @@ class OpenCLBackend:
 
     def render(self, kernel: Kernel, properties: DeviceProperties | None = None) -> Rendered:
         state = self._states.get(properties)
-        return render(kernel, state.dialect if state is not None else OPENCL)
+        dialect = state.dialect if state is not None else OPENCL
+        return render(_barriers_hoisted(kernel, dialect), dialect)
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
         cl = _cl()
         state = self._state(properties)
+        _check_float_types(kernel, properties)
         rendered = self.render(kernel, properties)
         program = self._build(cl, state, rendered, kernel)
         if rendered.subgroups and _kernel_sub_group_size(cl, state, program, rendered, kernel) != kernel.plane_dim:
-            rendered = render(kernel, OPENCL)       # sub-groups of another size: emulate the plane ops
+            rendered = render(_barriers_hoisted(kernel, OPENCL), OPENCL)   # sub-groups of another size: emulate
             program = self._build(cl, state, rendered, kernel)
         exe = Executable(rendered, program, getattr(program, rendered.name), state)
         if rendered.sites:
@@ -321,6 +324,55 @@ class OpenCLBackend:
                 first = first or err
         if first is not None:
             raise first
+
+
+def _barriers_hoisted(kernel: Kernel, dialect: Dialect) -> Kernel:
+    """A copy of ``kernel`` with every barrier (``sync_cube``, and plane ops the dialect emulates
+    through local memory) out of conditionals (`cubepy.ir.hoist`). In OpenCL every work-item of a
+    work-group must reach each barrier, and PoCL miscompiled a barrier under a uniform ``if``
+    followed by a per-unit guard (every unit passed the guard)."""
+    import copy
+
+    from cubepy.ir.hoist import check_barriers, hoist_barriers
+    from cubepy.ir.nodes import walk
+    from cubepy.ir.verify import verify
+
+    from ..cstyle.plane import uses_barrier
+
+    def is_barrier(op):
+        return uses_barrier(op, dialect)
+    if not any(is_barrier(op) for op in walk(kernel.body)):
+        return kernel
+    lowered = hoist_barriers(copy.deepcopy(kernel), is_barrier)
+    check_barriers(lowered, lambda op: op.opcode != "sync_cube" and is_barrier(op),
+                   "this OpenCL device runs plane ops through local memory between work-group barriers")
+    verify(lowered)
+    return lowered
+
+
+_FLOAT_FEATURES = {"f16": ("fp16", "cl_khr_fp16"), "f64": ("fp64", "cl_khr_fp64")}
+
+
+def _check_float_types(kernel: Kernel, properties: DeviceProperties) -> None:
+    """One clear line, not the OpenCL compiler's pages of errors, for a float type the device lacks."""
+    for t, loc in _types_used(kernel):
+        need = _FLOAT_FEATURES.get(t.dtype.name)
+        if need is not None and not properties.supports(need[0]):
+            raise CubeTypeError(f"the OpenCL device '{properties.name}' has no {need[0]} ({need[1]}), so it cannot "
+                                f"run {t.dtype} values; use f32, or a device that lists {need[0]} in its features",
+                                kernel.name, loc)
+
+
+def _types_used(kernel: Kernel):
+    from cubepy.ir.nodes import walk
+
+    for p in kernel.params:
+        yield p.type, kernel.loc
+    for b in kernel.buffers:
+        yield b.type, kernel.loc
+    for op in walk(kernel.body):
+        if op.result is not None:
+            yield op.result.type, op.loc
 
 
 def _shape_of(arr, buf: Buffer) -> tuple[int, ...]:

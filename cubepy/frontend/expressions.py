@@ -11,7 +11,8 @@ from ..ir.types import INDEX, DType, Type, bool_, f32
 from ..lang.builtins import Builtin, Intrinsic
 from .intrinsics import HANDLERS, builtin_value
 from .operators import is_number, is_traced
-from .scope import BINOPS, CMPOPS, STATIC_COMPARE, UNARYOPS, Poisoned, describe, join_types
+from .purity import describe_call, is_pure
+from .scope import BINOPS, CMPOPS, STATIC_COMPARE, UNARYOPS, MaybeUnbound, Poisoned, describe, join_types
 from .values import ArrayRef, RangeSpec, RegionRef
 
 
@@ -55,6 +56,12 @@ class Expressions:
             self.error(CubeNameError, f"name '{name}' is not defined")
         if isinstance(value, Var):
             return self.builder.load_var(value)
+        if isinstance(value, MaybeUnbound):
+            where = (f"only on some paths through the if at line {value.line}" if value.construct == "if" else
+                     f"only inside the loop at line {value.line}, which may run zero times")
+            self.error(CubeNameError, f"'{name}' may be unbound here: it is assigned {where}, and Python would "
+                       f"raise UnboundLocalError where it is not; give it a value before line {value.line} "
+                       f"(e.g. {name} = 0) or assign it on every path")
         if isinstance(value, Poisoned):
             self.error(CubeNameError, f"'{name}' was given a compile-time value under a runtime condition, so its "
                        "value here depends on the path taken; give it a runtime value before the condition "
@@ -114,7 +121,14 @@ class Expressions:
         for op, comparator in zip(node.ops, node.comparators):
             right = self.expr(comparator)
             if not (is_traced(left) or is_traced(right)):   # compile-time values: Python decides
-                this = STATIC_COMPARE[type(op)](left, right)
+                for v in (left, right):
+                    if isinstance(v, (ArrayRef, RegionRef)):
+                        self.error(CubeTypeError, f"cannot compare {describe(v)} (an array); compare its "
+                                   "elements, e.g. x[i] < 1.0")
+                try:
+                    this = STATIC_COMPARE[type(op)](left, right)
+                except TypeError as e:
+                    self.error(CubeTypeError, f"cannot compare these compile-time values: {e}")
                 result = this if result is None else self.ops.binary("and", result, this) if is_traced(
                     result) else (result and this)
                 left = right
@@ -130,30 +144,53 @@ class Expressions:
         return result
 
     def expr_BoolOp(self, node):
-        # Short-circuit like Python: the right side runs only where needed (it may index
-        # an array that the left side guards).
+        # Python's meaning: `a or b` is a if a is true, else b (and `a and b` the other way), and
+        # the right side runs only where it is needed (it may index an array the left guards).
         is_and = isinstance(node.op, ast.And)
-        result = self.ops.truth(self.expr(node.values[0]))
+        value = self.expr(node.values[0])
         for value_node in node.values[1:]:
-            if not is_traced(result):
-                if result != is_and:
-                    return result
-                result = self.ops.truth(self.expr(value_node))
+            cond = self.ops.truth(value)
+            if not is_traced(cond):
+                if cond != is_and:
+                    return value
+                value = self.expr(value_node)
                 continue
+            value = self._short_circuit(is_and, value, cond, value_node)
+        return value
+
+    def _short_circuit(self, is_and: bool, left, cond, right_node):
+        """The runtime `left and right` / `left or right`, ``cond`` the truth of ``left``."""
+        var = None
+        if left.type.dtype.is_bool:     # the usual `i < n and x[i] > 0`: a bool variable
             var = self.builder.new_var("and" if is_and else "or", Type(bool_))
-            self.builder.store_var(var, result)
-            inner = Block()
-            cond = result if is_and else self.ops.unary("not", result)
-            self.builder.op("if", (cond,), blocks=(inner, Block()))
-            self.traced_depth += 1
-            try:
-                with self.builder.at(inner):
-                    rhs = self.ops.lift(self.ops.truth(self.expr(value_node)))
-                    self.builder.store_var(var, rhs)
-            finally:
-                self.traced_depth -= 1
-            result = self.builder.load_var(var)
-        return result
+            self.builder.store_var(var, left)
+        inner, other = Block(), Block()
+        self.builder.op("if", (cond if is_and else self.ops.unary("not", cond),), blocks=(inner, other))
+        self.traced_depth += 1
+        try:
+            with self.builder.at(inner):
+                right = self.expr(right_node)
+                both_bool = var is not None and (is_traced(right) and right.type.dtype.is_bool
+                                                 or isinstance(right, bool))
+                if both_bool:
+                    self.builder.store_var(var, self.ops.lift(right))
+        finally:
+            self.traced_depth -= 1
+        if both_bool:
+            return self.builder.load_var(var)
+        if not (is_traced(right) or is_number(right)):
+            self.error(CubeTypeError, f"the right side of '{'and' if is_and else 'or'}' must be a number or a "
+                       f"traced value, got {describe(right)}")
+        joined = join_types(left.type, self.ops.lift(right, left.type).type)
+        if joined is None:
+            self.error(CubeTypeError, f"the two sides of '{'and' if is_and else 'or'}' have incompatible types "
+                       f"{left.type} and {self.ops.lift(right, left.type).type}")
+        result = self.builder.new_var("and" if is_and else "or", joined)
+        with self.builder.at(inner):
+            self.builder.store_var(result, self.ops.coerce(right, joined, f"the '{'and' if is_and else 'or'}'"))
+        with self.builder.at(other):
+            self.builder.store_var(result, self.ops.coerce(left, joined, f"the '{'and' if is_and else 'or'}'"))
+        return self.builder.load_var(result)
 
     def expr_IfExp(self, node):
         cond = self.ops.truth(self.expr(node.test))
@@ -237,6 +274,12 @@ class Expressions:
         if any(is_traced(a) or isinstance(a, (ArrayRef, RegionRef)) for a in list(args) + list(kwargs.values())):
             self.error(CubeTypeError, f"{describe(func)} is not a cubepy function, so it cannot take runtime values; "
                        "decorate it with @cb.func to call it from kernels")
+        if not is_pure(func):
+            self.error(CubeTypeError, f"{describe_call(func)} is called while the kernel is compiled, and cubepy "
+                       "calls only functions known to be pure at that time (the math module, Python's "
+                       "numeric builtins, cubepy's own): its result would be frozen into the kernel for every "
+                       "unit and launch. Compute it on the host and pass it as a parameter, or make it a "
+                       "@cb.func")
         try:
             return func(*args, **kwargs)
         except Exception as e:  # a compile-time call failed: show where

@@ -7,8 +7,9 @@ Each handler takes the tracing context and the call's evaluated arguments. The t
 from __future__ import annotations
 
 from ..errors import CubeTypeError, CubeValueError
-from ..ir.nodes import Buffer
+from ..ir.nodes import Buffer, Const
 from ..ir.types import INDEX, DType, Type, bool_, u64
+from .folding import I32
 from .operators import is_number
 from .values import ArrayRef, RangeSpec, Unroll
 
@@ -17,19 +18,22 @@ _I32 = Type(INDEX)
 
 # --- topology builtins ---------------------------------------------------------------------
 def builtin_value(ctx, name: str):
-    """The value of a topology builtin; CubeDim and PlaneDim are compile-time constants."""
+    """The value of a topology builtin, always of type i32. CubeDim and PlaneDim are part of the
+    specialization: compile-time `I32` values. A unit position on an axis of extent 1 (and the
+    lane at plane size 1) is the constant 0 of type i32, never a weakly typed Python 0, so an
+    expression has one type whatever the launch shape."""
     ops = ctx.ops
     dx, dy, dz = ctx.spec.cube_dim
     if name.startswith("cube_dim"):
-        return {"cube_dim": dx * dy * dz, "cube_dim_x": dx, "cube_dim_y": dy, "cube_dim_z": dz}[name]
+        return I32({"cube_dim": dx * dy * dz, "cube_dim_x": dx, "cube_dim_y": dy, "cube_dim_z": dz}[name])
     if name == "plane_dim":
-        return ctx.spec.plane_dim
+        return I32(ctx.spec.plane_dim)
     if name == "unit_pos_plane" and ctx.spec.plane_dim == 1:
-        return 0
+        return Const(0, _I32)
     axis_dim = {"x": dx, "y": dy, "z": dz}
     if name in ("unit_pos_x", "unit_pos_y", "unit_pos_z"):
         if axis_dim[name[-1]] == 1:
-            return 0
+            return Const(0, _I32)
         return ctx.entry_builtin(name)
     if name in ("cube_pos_x", "cube_pos_y", "cube_pos_z", "cube_count_x", "cube_count_y",
                 "cube_count_z", "unit_pos_plane"):

@@ -34,6 +34,24 @@ class Poisoned:
         self.name = name
 
 
+class MaybeUnbound:
+    """A name first bound under runtime control flow that not every path binds (an ``if``
+    without the assignment on one side, a loop that may run zero times): reading it is the
+    UnboundLocalError Python would raise on that path, so it is a compile error."""
+
+    def __init__(self, name: str, construct: str, line: int | None):
+        self.name, self.construct, self.line = name, construct, line
+
+
+class Branches:
+    """What an ``if`` tells `traced_region` about its two sides: their scopes at the end, and
+    whether each ended in a return/break/continue (then its bindings never reach past the if)."""
+
+    def __init__(self):
+        self.scopes: list[dict] = []
+        self.ended: list[bool] = []
+
+
 class KernelReturn(Exception):
     pass
 

@@ -7,15 +7,17 @@ from contextlib import contextmanager
 
 from ..errors import CubeSyntaxError, CubeTypeError, CubeValueError
 from ..ir.nodes import Block, Var
-from ..ir.types import INDEX, DType, Type
+from ..ir.types import INDEX, DType, Type, u32
 from .operators import is_number, is_traced
 from .scope import (
     BINOPS,
     MAX_STATIC_ITERATIONS,
     MISSING,
+    Branches,
     Frame,
     FuncReturn,
     KernelReturn,
+    MaybeUnbound,
     Poisoned,
     Retrace,
     StaticBreak,
@@ -44,7 +46,8 @@ class Statements:
             if method is None:
                 self.error(CubeSyntaxError, f"'{type(stmt).__name__}' statements are not supported in kernels")
             if method(stmt) == "terminated":
-                return
+                return "terminated"
+        return None
 
     def stmt_Pass(self, node):
         pass
@@ -101,19 +104,19 @@ class Statements:
     def stmt_If(self, node):
         cond = self.ops.truth(self.expr(node.test))
         if not is_traced(cond):
-            self.visit_block(node.body if cond else node.orelse)
-            return
+            return self.visit_block(node.body if cond else node.orelse)
         then_block, else_block = Block(), Block()
-        with self.traced_region(node, node.body + node.orelse) as branch_scopes:
+        with self.traced_region(node, node.body + node.orelse) as branches:
             self.builder.op("if", (cond,), blocks=(then_block, else_block))
             entry_scope = dict(self.frame.scope)
             with self.builder.at(then_block):
-                self.visit_block(node.body)
-            branch_scopes.append(dict(self.frame.scope))
+                branches.ended.append(self.visit_block(node.body) == "terminated")
+            branches.scopes.append(dict(self.frame.scope))
             self.frame.scope.clear()
             self.frame.scope.update(entry_scope)
             with self.builder.at(else_block):
-                self.visit_block(node.orelse)
+                branches.ended.append(self.visit_block(node.orelse) == "terminated")
+        return "terminated" if all(branches.ended) else None
 
     def stmt_For(self, node):
         if node.orelse:
@@ -131,8 +134,7 @@ class Statements:
             self.error(CubeSyntaxError, "a range loop needs a single loop variable")
         if is_number(iterable.step) and iterable.step == 0:
             self.error(CubeValueError, "range() step must not be zero")
-        start, stop, step = (self.ops.cast(self._int_operand(v, "range bound"), INDEX)
-                             for v in (iterable.start, iterable.stop, iterable.step))
+        start, stop, step = (self._range_bound(v) for v in (iterable.start, iterable.stop, iterable.step))
         counter = self.builder.new_var(f"{node.target.id}_counter", Type(INDEX))
         body = Block()
         with self.traced_region(node, node.body, extra=[node.target.id]):
@@ -148,6 +150,17 @@ class Statements:
                     self.visit_block(node.body)
             finally:
                 self.frame.loops.pop()
+
+    def _range_bound(self, v):
+        """A range bound as the i32 loop counter takes it; a traced bound must be an integer of
+        at most 32 bits (wider ones would be cut), a literal must fit i32."""
+        v = self._int_operand(v, "range bound")
+        if is_traced(v):
+            if v.type.dtype.bits > 32 or v.type.dtype == u32:
+                self.error(CubeTypeError, f"range() bounds must fit the i32 loop counter, but this bound is "
+                           f"{v.type}; convert it explicitly, e.g. range(i32(n)), if its values fit")
+            return self.ops.cast(v, INDEX)
+        return self.ops.lift(v, Type(INDEX), "a range bound (loop counters are i32)")
 
     def _int_operand(self, v, what):
         if is_traced(v) and not v.type.dtype.is_int:
@@ -343,14 +356,19 @@ class Statements:
             elif forced is not None and not isinstance(current, Var):
                 scope[name] = self.new_user_var(name, site, forced)
         before = dict(scope)
-        branch_scopes: list[dict] = []
+        branches = Branches()
         self.traced_depth += 1
         try:
-            yield branch_scopes
+            yield branches
         finally:
             self.traced_depth -= 1
         outside = None
-        for candidate in branch_scopes + [dict(scope)]:
+        final = dict(scope)
+        sides = branches.scopes + [final]
+        # the scopes whose bindings reach past the region: a loop may run zero times (then
+        # nothing it binds is bound), an if's sides count unless they ended in return/break
+        reaching = [sc for sc, ended in zip(sides, branches.ended) if not ended] if branches.ended else []
+        for candidate in sides:
             for name, value in candidate.items():
                 if value is before.get(name, MISSING):
                     continue
@@ -359,6 +377,11 @@ class Statements:
                 if name not in outside:
                     if not isinstance(value, Var):
                         scope[name] = Poisoned(name)
+                    continue
+                if name not in before and not (reaching and all(
+                        name in sc and not isinstance(sc[name], MaybeUnbound) for sc in reaching)):
+                    scope[name] = MaybeUnbound(name, "if" if branches.ended else "loop",
+                                               self.frame.source.loc(node).line)
                     continue
                 if is_number(value) or isinstance(value, Var):
                     type_ = value.type if isinstance(value, Var) else self.ops.lift(value).type

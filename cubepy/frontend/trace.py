@@ -7,7 +7,7 @@ from ..ir.bounds import prove_in_bounds
 from ..ir.builder import Builder
 from ..ir.nodes import Block, Buffer, Const, Kernel, ScalarParam
 from ..ir.passes import eliminate_dead_code, lower_bounds_checks
-from ..ir.types import INDEX, Type
+from ..ir.types import INDEX, INDEX_MAX, Type, wide_index_dtype
 from ..ir.uniformity import analyze_uniformity
 from ..ir.verify import verify
 from .codegen import CodeGen, Frame, FuncReturn, KernelReturn, Retrace
@@ -62,6 +62,9 @@ class Tracer(CodeGen):
                        f"declare it as Mut[{t}] to write to it")
 
     def index_values(self, array: ArrayRef, index) -> list:
+        """The IR indices of an access. In checked mode an index keeps its full width (an i64 stays
+        i64) so that the bounds check compares the true value; the check narrows it to i32 only
+        once it is known to be in bounds (`cubepy.ir.passes.lower_bounds_checks`)."""
         indices = index if isinstance(index, tuple) else (index,)
         ndim = len(array.shape)
         if len(indices) != ndim:
@@ -79,12 +82,21 @@ class Tracer(CodeGen):
                 if isinstance(extent, int) and i >= extent:
                     self.error(CubeIndexError, f"index {i} is out of bounds for '{array.name}' with static "
                                f"shape {array.shape}")
+                if i > INDEX_MAX:
+                    self.error(CubeIndexError, f"index {i} into array '{array.name}' can never be in bounds: "
+                               f"arrays hold at most {INDEX_MAX} elements per dimension")
             elif not is_traced(i):
                 self.error(CubeTypeError, f"array '{array.name}' index must be an integer, got {type(i).__name__}")
             elif not i.type.dtype.is_int or i.type.width != 1:
                 self.error(CubeTypeError, f"array '{array.name}' index must be an integer scalar, got {i.type}")
-            out.append(self.ops.cast(i, INDEX))
+            out.append(self.index_operand(i))
         return out
+
+    def index_operand(self, i):
+        """An index as the access takes it: i32, or (checked mode) the wider type it needs."""
+        if self.spec.checked and is_traced(i):
+            return self.ops.cast(i, wide_index_dtype(i.type.dtype))
+        return self.ops.cast(i, INDEX)
 
     def region_access(self, region: RegionRef, index, value):
         ops, b = self.ops, self.builder
@@ -92,29 +104,38 @@ class Tracer(CodeGen):
         if len(indices) != len(region.parts):
             self.error(CubeIndexError, f"region '{region.param}' has {len(region.parts)} dimension(s) but is "
                        f"indexed with {len(indices)}")
-        local = [self.ops.cast(self._int_operand(i, f"region '{region.param}' index"), INDEX) for i in indices]
-        global_index = tuple(ops.binary("add", base, ops.binary("mul", j, step))
-                             for j, (base, step, _) in zip(local, region.parts))
+        local = [self._int_operand(i, f"region '{region.param}' index") for i in indices]
         buf = region.array.buffer
         if value is not None:
             value = ops.coerce(value, buf.type, f"region '{region.param}'")
+
+        def global_index(narrow):
+            return tuple(ops.binary("add", base, ops.binary("mul", j, step))
+                         for j, (base, step, _) in zip(narrow, region.parts))
         if not self.spec.checked:
+            at = global_index([ops.cast(j, INDEX) for j in local])
             if value is None:
-                return b.op("load", (buf, *global_index), buf.type, checked=False, array=region.param)
-            b.op("store", (buf, *global_index, value), checked=False, array=region.param)
+                return b.op("load", (buf, *at), buf.type, checked=False, array=region.param)
+            b.op("store", (buf, *at, value), checked=False, array=region.param)
             return None
+        # compare each index at its full width with the part's length, narrow it once inside
+        local = [ops.lift(ops.cast(j, wide_index_dtype(j.type.dtype)) if is_traced(j) else ops.lift(j, Type(INDEX)))
+                 for j in local]
         ok = True
         for j, (_, _, length) in zip(local, region.parts):
-            inside = ops.binary("and", ops.compare("ge", j, 0), ops.compare("lt", j, length))
+            inside = ops.compare("lt", j, ops.cast(length, j.type.dtype))
+            if j.type.dtype.is_signed:
+                inside = ops.binary("and", ops.compare("ge", j, 0), inside)
             ok = inside if ok is True else ops.binary("and", ok, inside)
         then_block, else_block = Block(), Block()
         result = b.new_var(f"{region.param}_elem", buf.type) if value is None else None
         b.op("if", (ok,), blocks=(then_block, else_block))
         with b.at(then_block):
+            at = global_index([ops.cast(j, INDEX) for j in local])
             if value is None:
-                b.store_var(result, b.op("load", (buf, *global_index), buf.type, checked=True, array=region.param))
+                b.store_var(result, b.op("load", (buf, *at), buf.type, checked=True, array=region.param))
             else:
-                b.op("store", (buf, *global_index, value), checked=True, array=region.param)
+                b.op("store", (buf, *at, value), checked=True, array=region.param)
         with b.at(else_block):
             b.op("report_oob", (*local, *(ops.lift(p[2]) for p in region.parts)),
                  array=f"{region.param} (this unit's region part)")

@@ -194,8 +194,12 @@ class _Prover:
             return None
         if code == "cast" and op.args and isinstance(op.args[0], Value):
             source = self.facts(op.args[0], scope)
-            if source.nonneg and op.result.type.dtype.bits >= 32 and op.args[0].type.dtype.is_int:
-                return source
+            src, dst = op.args[0].type.dtype, op.result.type.dtype
+            widening = dst.bits >= src.bits and dst.bits >= 32
+            # a narrowing keeps the facts only of a value below an extent (so it fits i32)
+            fits = dst.bits >= 32 and bool(source.below)
+            if source.nonneg and src.is_int and dst.is_int and (widening or fits):
+                return source if widening else _Facts(True, source.below)
         return None
 
     # --- conditions ---------------------------------------------------------------------------

@@ -13,6 +13,9 @@ _SIDE_EFFECTS = {"store", "atomic", "store_var", "sync_cube", "report_oob", "if"
 def lower_bounds_checks(kernel: Kernel) -> None:
     """Guard every checked access: ``if indices in range: access else: report_oob``.
 
+An index wider than i32 (an i64, u32 or u64 value) is compared at its own width and narrowed to
+i32 inside the guard, so the check and the report see the true index and no backend indexes
+with anything but i32.
     After this pass no op carries ``checked=True``; backends only implement ``report_oob``.
     An out-of-bounds access therefore never touches memory, on every backend alike.
     """
@@ -33,8 +36,15 @@ def _lower_block(kernel: Kernel, block: Block, extents: dict, entry: list) -> No
         if op.opcode in _CHECKED and op.attrs.get("checked"):
             proven = op.attrs.get("proven", ())
             buf = op.args[0]
-            if len(proven) == (buf.ndim if buf.shape is None else len(buf.shape)):   # every index proven
-                new_ops.append(Op(op.opcode, op.args, op.result, {**op.attrs, "checked": False}, (), op.loc))
+            ndim = buf.ndim if buf.shape is None else len(buf.shape)
+            if len(proven) == ndim:   # every index proven: narrow the wide ones (they fit), no check
+                args = list(op.args)
+                for k in range(1, 1 + ndim):
+                    if args[k].type != Type(INDEX):
+                        narrowed = Value(Type(INDEX))
+                        new_ops.append(Op("cast", (args[k],), narrowed, {}, (), op.loc))
+                        args[k] = narrowed
+                new_ops.append(Op(op.opcode, tuple(args), op.result, {**op.attrs, "checked": False}, (), op.loc))
             else:
                 new_ops.extend(_guard(kernel, op, extents, entry))
         else:
@@ -66,23 +76,33 @@ def _guard(kernel: Kernel, op: Op, known_extents: dict, entry: list) -> list[Op]
         out.append(Op(opcode, tuple(args), result, attrs, (), op.loc))
         return result
 
-    extents = []
-    ok = None
-    proven = op.attrs.get("proven", ())
+    extents, narrow, ok = [], [], None
+    then_ops: list[Op] = []
+    proven, nonneg = op.attrs.get("proven", ()), op.attrs.get("nonneg", ())
     for dim, index in enumerate(indices):
         extent = _extent(buf, dim, known_extents, entry, op.loc)
         extents.append(extent)
+        itype = index.type
+        if itype == Type(INDEX):
+            wide_extent = extent
+            narrow.append(index)
+        else:   # a wide index: compare at its width, narrow to i32 only once it is in bounds
+            wide_extent = Const(extent.value, itype) if isinstance(extent, Const) else emit("cast", (extent,), itype)
+            narrowed = Value(Type(INDEX))
+            then_ops.append(Op("cast", (index,), narrowed, {}, (), op.loc))
+            narrow.append(narrowed)
         if dim in proven:
             continue
-        below = emit("lt", (index, extent), Type(bool_))
-        if dim in op.attrs.get("nonneg", ()):
-            inside = below
+        below = emit("lt", (index, wide_extent), Type(bool_))
+        if itype.dtype.is_signed and dim not in nonneg:
+            inside = emit("and", (emit("ge", (index, Const(0, itype)), Type(bool_)), below), Type(bool_))
         else:
-            inside = emit("and", (emit("ge", (index, Const(0, Type(INDEX))), Type(bool_)), below), Type(bool_))
+            inside = below
         ok = inside if ok is None else emit("and", (ok, inside), Type(bool_))
-    unchecked = Op(op.opcode, op.args, None, {**op.attrs, "checked": False}, (), op.loc)
+    args = (buf, *narrow, *op.args[1 + ndim:])
+    unchecked = Op(op.opcode, args, None, {**op.attrs, "checked": False}, (), op.loc)
     report = Op("report_oob", (*indices, *extents), None, {"array": op.attrs.get("array", buf.name)}, (), op.loc)
-    then_block, else_block = Block([unchecked]), Block([report])
+    then_block, else_block = Block([*then_ops, unchecked]), Block([report])
     if op.result is not None:
         tmp = Var(f"{buf.name}_elem", op.result.type)
         kernel.vars.append(tmp)

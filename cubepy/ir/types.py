@@ -71,6 +71,14 @@ INDEX = i32
 INDEX_MAX = 2**31 - 1
 
 
+def wide_index_dtype(dtype: DType) -> DType:
+    """The type a checked access compares an index of ``dtype`` in: i32 for types that fit in it,
+    i64 for u32 and i64, u64 for u64; never a narrowing, so the check sees the true value."""
+    if dtype.bits < 32 or dtype == i32:
+        return i32
+    return u64 if dtype == u64 else i64
+
+
 _BY_NUMPY_DTYPE: dict = {}
 
 

@@ -5,9 +5,19 @@ Levels: UNIFORM (same on every unit of a cube), PLANE (same on every unit of a p
 Control becomes non-uniform under a branch on a non-uniform condition, inside a loop whose trip
 count or exits are non-uniform, and after a non-uniform early exit (`return`, `break`,
 `continue`). A `Var` is as non-uniform as any value stored into it, or the control of the store.
+
+Planes are runs of ``PLANE_DIM`` consecutive units in the cube's linear unit order, so some
+values that vary per unit are the same on a whole plane: the plane index ``UNIT_POS //
+PLANE_DIM`` (the block-reduce idiom), ``ABSOLUTE_POS // PLANE_DIM`` when cubes hold whole planes,
+``UNIT_POS_Y`` when rows hold whole planes. The analysis tracks values of the form
+``m * lin + k`` (lin the linear unit position, k plane-uniform and a multiple of a known ``g``)
+and a known divisor of uniform values; ``(m * lin + k) // c`` is plane-uniform when ``c`` and
+``g`` are multiples of ``m * PLANE_DIM``.
 """
 
 from __future__ import annotations
+
+import math
 
 from ..errors import DivergenceError
 from .nodes import PLANE_OPS, PLANE_REDUCE, Block, Buffer, Const, Kernel, Op, Value, Var
@@ -24,6 +34,13 @@ class _Analysis:
         self.vars: dict[int, int] = {}
         self.changed = False
         self.report = False
+        self.cube_barrier = None
+        self.why = ""
+        self.forms: dict[int, tuple[int, int]] = {}    # value id -> (m, g): m * lin + (multiple of g)
+        self.divisors: dict[int, int] = {}             # plane-uniform value id -> a divisor (0: it is 0)
+        dx, dy, dz = kernel.cube_dim
+        self.P = max(1, kernel.plane_dim)
+        self.dims = (dx, dy, dz)
 
     def level(self, x) -> int:
         if isinstance(x, Const):
@@ -39,8 +56,67 @@ class _Analysis:
             self.vars[var.id] = level
             self.changed = True
 
+    def divisor(self, x) -> int:
+        if isinstance(x, Const) and isinstance(x.value, int) and not isinstance(x.value, bool):
+            return abs(x.value)
+        return self.divisors.get(x.id, 1) if isinstance(x, Value) else 1
+
+    def plane_structure(self, op: Op) -> int | None:
+        """The level of an op that is plane-uniform although built from unit positions, or None;
+        records the linear forms and divisors that later ops build on."""
+        code, args, rid = op.opcode, op.args, op.result.id
+        dx, dy, dz = self.dims
+        units, P = dx * dy * dz, self.P
+        if code == "builtin":
+            name = op.attrs["name"]
+            if name == "unit_pos_x":
+                if dx == units:
+                    self.forms[rid] = (1, 0)
+                elif dx % P == 0:
+                    self.forms[rid] = (1, dx)    # lin minus a multiple of dx, the same on a plane
+                return None
+            if (name == "unit_pos_y" and dx % P == 0) or (name == "unit_pos_z" and (dx * dy) % P == 0):
+                self.divisors[rid] = 1
+                return PLANE
+            return None
+        form = [self.forms.get(a.id) if isinstance(a, Value) else None for a in args]
+        level = [self.level(a) for a in args]
+        if code == "cast" and form[0] is not None and op.result.type.dtype.bits >= args[0].type.dtype.bits:
+            self.forms[rid] = form[0]
+            return None
+        if code in ("add", "sub") and (form[0] is not None) != (form[1] is not None):
+            lin = 0 if form[0] is not None else 1
+            if code == "sub" and lin == 1:
+                return None
+            other = args[1 - lin]
+            if level[1 - lin] <= PLANE:
+                m, g = form[lin]
+                self.forms[rid] = (m, math.gcd(g, self.divisor(other)))
+            return None
+        if code == "mul":
+            for lin in (0, 1):
+                c = args[1 - lin]
+                if form[lin] is not None and isinstance(c, Const) and isinstance(c.value, int) and c.value > 0:
+                    m, g = form[lin]
+                    self.forms[rid] = (m * c.value, g * c.value)
+                    return None
+        if code in ("floordiv", "shr") and form[0] is not None and isinstance(args[1], Const):
+            c = args[1].value if code == "floordiv" else (1 << args[1].value if 0 <= args[1].value < 62 else 0)
+            m, g = form[0]
+            if m > 0 and c > 0 and c % (m * P) == 0 and g % (m * P) == 0:
+                return PLANE
+            return None
+        if all(lv <= PLANE for lv in level) and code in ("add", "sub", "mul", "cast"):
+            d = [self.divisor(a) for a in args]
+            self.divisors[rid] = (d[0] * d[1] if code == "mul" else math.gcd(d[0], d[1])) if len(d) == 2 else d[0]
+        return None
+
     def value_level(self, op: Op, ctl: int) -> int:
         code = op.opcode
+        if op.result is not None and code in ("builtin", "cast", "add", "sub", "mul", "floordiv", "shr"):
+            structured = self.plane_structure(op)
+            if structured is not None:
+                return structured
         if code == "builtin":
             return VARYING if op.attrs["name"] in _UNIT_BUILTINS else UNIFORM
         if code == "load":
@@ -78,7 +154,11 @@ class _Analysis:
                 self.fail(op, "sync_cube() is reached by only some units of the cube (it is under "
                           "a branch, loop or early exit that depends on the unit); every unit of "
                           "the cube must reach it, or the cube deadlocks")
-            if code in PLANE_OPS and cur > PLANE:
+            if code != "sync_cube" and self.cube_barrier is not None and cur > UNIFORM and self.cube_barrier(op):
+                self.fail(op, f"{code}() is reached by only some units of the cube, and {self.why}, so every "
+                          "unit of the cube must reach it; make the condition or early exit before it the "
+                          "same for the whole cube")
+            if code in PLANE_OPS and cur > PLANE and self.P > 1:      # a plane of one unit is uniform
                 self.fail(op, f"{code}() is reached by only some units of a plane (it is under a "
                           "branch, loop or early exit that depends on the unit); make the control "
                           "flow plane-uniform, e.g. compute the condition into a value and pass "
@@ -112,12 +192,15 @@ class _Analysis:
         return loop_exit, ret
 
 
-def analyze_uniformity(kernel: Kernel) -> dict[int, int]:
+def analyze_uniformity(kernel: Kernel, cube_barrier=None, why: str = "") -> dict[int, int]:
     """Check sync and plane-op placement; return the level of each value id.
 
     Raises DivergenceError naming the user's line for a misplaced ``sync_cube`` or plane op.
+    ``cube_barrier(op)``: ops a target runs as cube-wide barriers (plane ops emulated through
+    shared memory), which then need cube-uniform control too; ``why`` says so in the message.
     """
     analysis = _Analysis(kernel)
+    analysis.cube_barrier, analysis.why = cube_barrier, why
     while True:
         analysis.changed = False
         analysis.walk(kernel.body, UNIFORM)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -177,7 +178,7 @@ def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, 
             steps.append(None)
         elif spec.kind == "scalar":
             if spec.dtype.is_float:
-                steps.append(np.dtype(spec.dtype.numpy_name).type)
+                steps.append(_float_step(kernel_name, spec.name, spec.dtype))
             else:
                 steps.append(lambda v, d=spec.dtype, n=spec.name: _scalar(kernel_name, n, d, v))
         elif spec.kind == "scalar_ref":
@@ -314,6 +315,23 @@ def _check_comptime(kernel_name, name, ann, value):
                                     f"{type(value).__name__} {value!r}", kernel_name)
 
 
+# the smallest magnitude that rounds to infinity in each float type (halfway past the largest finite)
+_OVERFLOW = {"f16": 65520.0, "f32": 2.0**128 - 2.0**103}
+
+
+def _float_step(kernel_name: str, name: str, dtype: DType):
+    """The warm path's conversion of a float scalar: a Python float in range converts directly;
+    anything else takes `_scalar`'s checks."""
+    np_type = np.dtype(dtype.numpy_name).type
+    limit = _OVERFLOW.get(dtype.name, float("inf"))
+
+    def step(v):
+        if v.__class__ is float and -limit < v < limit:
+            return np_type(v)
+        return _scalar(kernel_name, name, dtype, v)
+    return step
+
+
 def _scalar(kernel_name, name, dtype: DType, value):
     if isinstance(value, np.generic) or isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
@@ -329,6 +347,21 @@ def _scalar(kernel_name, name, dtype: DType, value):
         if not info.min <= value <= info.max:
             raise ArgumentValueError(f"parameter '{name}' is {dtype}, whose range is [{info.min}, {info.max}]; "
                                      f"got {value}", kernel_name)
+    if dtype.is_float:
+        # a finite value that the type cannot hold would silently become inf (inf and nan pass)
+        try:
+            as_float = float(value)
+        except OverflowError:
+            as_float = float("inf") if value > 0 else float("-inf")
+        limit = _OVERFLOW.get(dtype.name, float("inf"))
+        explicit = isinstance(value, float) and not math.isfinite(value)
+        if not explicit and not -limit < as_float < limit:
+            shown = repr(value) if isinstance(value, float) or abs(value) < 10**30 else \
+                f"an integer of {len(str(abs(value)))} digits"
+            raise ArgumentValueError(f"parameter '{name}' is {dtype}, whose largest finite value is "
+                                     f"{float(np.finfo(np_type).max):g}; got {shown}, which would become inf; pass "
+                                     f"a value in range or declare the parameter f64", kernel_name)
+        return np_type.type(as_float)
     return np_type.type(value)
 
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import cubepy as cb
-from cubepy import Array, Mut, f32, i32
+from cubepy import Array, Linear1D, Mut, Region, f32, f64, i32, i64, u64
+from tests.conftest import poisoned
 
 
 @cb.kernel
@@ -86,3 +87,92 @@ def test_unchecked_mode_compiles_no_checks(dev):
     y = np.zeros(64, np.float32)
     shifted_copy.launch(2, 32, x + 1, y, 0, device=dev, checked=False)
     np.testing.assert_array_equal(y, 1)
+
+
+@cb.kernel
+def scatter64(idx: Array[i64], out: Mut[Array[f64]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(idx):
+        out[idx[i]] = 1.0
+
+
+@pytest.mark.parametrize("bad", [2**32 + 5, -(2**32) + 5, 2**31, -(2**40) - 7])
+def test_a_64_bit_index_is_checked_at_full_width_and_reported_at_its_true_value(dev, rng, bad):
+    # 2**32 + 5 cut to 32 bits is 5, a valid element: the check must see the whole value
+    idx = rng.permutation(10).astype(np.int64)
+    where = int(rng.integers(10))
+    idx[where] = bad
+    backing = np.zeros(26)
+    out = backing[8:18]
+    with pytest.raises(cb.OutOfBoundsError) as info:
+        scatter64.launch(1, 32, idx, out, device=dev)
+        dev.synchronize()
+    assert f"index ({bad},) is out of bounds for array 'out' of shape (10,)" in str(info.value)
+    assert f"unit ({where}, 0, 0)" in str(info.value)
+    assert backing[:8].sum() == 0 and backing[18:].sum() == 0
+    assert out.sum() == 9 and out[np.delete(idx, where)].all()
+
+
+@cb.kernel
+def gather_u64(idx: Array[u64], j: Array[i64], x: Array[f32], out: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(idx):
+        out[i] = x[idx[i], j[i]]
+
+
+def test_unsigned_and_multi_dimensional_wide_indices_report_their_true_values(dev, rng):
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    idx = rng.integers(0, 4, 40).astype(np.uint64)
+    j = rng.integers(0, 5, 40).astype(np.int64)
+    unit = int(rng.integers(40))
+    idx[unit] = 2**64 - 3
+    out = poisoned(40, np.float32)
+    with pytest.raises(cb.OutOfBoundsError, match=r"index \(18446744073709551613, \d\) is out of bounds "
+                                                  r"for array 'x' of shape \(4, 5\)"):
+        gather_u64.launch(1, 64, idx, j, x, out, device=dev)
+        dev.synchronize()
+    keep = np.arange(40) != unit
+    np.testing.assert_array_equal(out[keep], x[idx[keep].astype(np.int64), j[keep]])
+
+
+@cb.kernel
+def looped64(x: Array[f32], y: Mut[Array[f32]], iters: i32, idx: Array[i64]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        v = x[i]
+        acc = f32(0.0)
+        for _ in range(iters):
+            acc = acc * v + 0.5
+        y[idx[i]] = acc
+
+
+def test_a_wide_index_in_a_per_unit_loop_region_is_reported_at_its_true_value(dev, rng):
+    # on the CPU backend a region holding a loop runs as a gang of units in vector registers
+    x = rng.standard_normal(64).astype(np.float32)
+    idx = rng.permutation(64).astype(np.int64)
+    unit = int(rng.integers(64))
+    idx[unit] = 3 * 2**32 + unit
+    with pytest.raises(cb.OutOfBoundsError, match=rf"index \({3 * 2**32 + unit},\) is out of bounds for array 'y'"):
+        looped64.launch(2, 32, x, poisoned(64, np.float32), 3, idx, device=dev)
+        dev.synchronize()
+
+
+def test_a_python_int_index_that_cannot_be_in_bounds_is_a_compile_error():
+    @cb.kernel
+    def far(out: Mut[Array[f32]]):
+        out[2**32 + 5] = 1.0
+    with pytest.raises(cb.CubeIndexError, match=r"index 4294967301 into array 'out' can never be in bounds"):
+        far.launch(1, 1, np.zeros(8, np.float32), device="interp")
+
+
+@cb.kernel
+def region_wide(r: Region[f32, Linear1D], j: Array[i64]):
+    r[j[cb.ABSOLUTE_POS]] = 1.0
+
+
+def test_a_wide_region_index_is_checked_at_full_width(dev):
+    j = np.zeros(32, np.int64)
+    j[7] = 2**32
+    with pytest.raises(cb.OutOfBoundsError, match=r"index \(4294967296,\) is out of bounds for array 'r"):
+        region_wide.launch(1, 32, np.zeros(32, np.float32), j, device=dev)
+        dev.synchronize()

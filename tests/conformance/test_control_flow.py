@@ -1,10 +1,11 @@
 """Python control flow on runtime values, and its folding on compile-time values."""
 
 import numpy as np
+import pytest
 
 import cubepy as cb
-from cubepy import Array, Comptime, Mut, f32, i32
-from tests.conftest import poisoned
+from cubepy import Array, Comptime, Mut, f32, f64, i32, i64, u16, u64
+from tests.conftest import poisoned, require_dtype
 
 
 def _per_unit(n, fn):
@@ -267,3 +268,94 @@ def test_comptime_parameters_between_runtime_ones(dev, rng):
     y = poisoned(100, np.float32)
     comptime_first.launch(1, 128, 3, x, 2.0, y, "add", device=dev)
     np.testing.assert_allclose(y, x * 2 + 3, rtol=1e-6)
+
+
+@cb.kernel
+def guard_after_uniform_sync(x: Array[f64], out: Mut[Array[u16]], nu: i32):
+    g = cb.ABSOLUTE_POS
+    if x[0] < 1.0:                 # the same on every unit: a barrier may sit here
+        cb.sync_cube()
+        if g < nu:                 # a per-unit guard after it
+            out[g] = u16(1)
+
+
+@cb.kernel
+def guard_after_uniform_return(x: Array[f32], out: Mut[Array[f32]], nu: i32):
+    g = cb.ABSOLUTE_POS
+    if x[0] == 3.0:                # a uniform early return before a barrier
+        return
+    cb.sync_cube()
+    if g < nu:
+        out[g] = 1.0
+
+
+@pytest.mark.parametrize("flag", [0.0, 3.0])
+def test_a_per_unit_guard_after_a_barrier_under_uniform_control_holds_back_the_units_it_should(dev, flag):
+    # PoCL let every unit through both guards (found by tests/fuzz); out of bounds in checked mode
+    require_dtype(dev, "float64")
+    out = poisoned(256, np.uint16)
+    guard_after_uniform_sync.launch(2, 128, np.full(4, flag), out, 208, device=dev)
+    np.testing.assert_array_equal(out[:208], 1 if flag < 1 else poisoned(1, np.uint16)[0])
+    np.testing.assert_array_equal(out[208:], poisoned(1, np.uint16)[0])
+    out = poisoned(192, np.float32)
+    guard_after_uniform_return.launch(3, 64, np.full(4, flag, np.float32), out, 161, device=dev)
+    assert (out[:161] == 1.0).all() if flag != 3.0 else np.isnan(out).all()
+    assert np.isnan(out[161:]).all()
+
+
+@cb.kernel
+def tail_continue(x: Array[i32], o: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        n = 0
+        k = 0
+        while k < x[i]:
+            k += 1
+            n += k
+            if n % 3 == 0:
+                continue
+        for j in range(x[i]):
+            n += j
+            if j > 2:
+                continue
+        o[i] = n * 100 + k
+
+
+def test_a_loop_body_ending_in_continue_runs_as_often_as_without_it(dev, rng):
+    x = rng.integers(0, 12, 250).astype(np.int32)
+    o = poisoned(250, np.int32)
+    tail_continue.launch(4, 64, x, o, device=dev)
+    want = [sum(range(1, v + 1)) * 100 + sum(range(v)) * 100 + v for v in x.tolist()]
+    np.testing.assert_array_equal(o, want)
+
+
+def test_the_c_source_has_no_continue_as_the_last_statement_of_a_loop():
+    from cubepy.backends.cstyle import OPENCL, render
+
+    ir = tail_continue.compile(np.zeros(4, np.int32), np.zeros(4, np.int32), dim=32, device="interp").ir_module
+    assert "continue;" not in render(ir, OPENCL).source
+
+
+@cb.kernel
+def guard_after_a_loop_of_plane_ops(x: Array[i64], out: Mut[Array[u64]], nu: i32, n: u16):
+    g = cb.ABSOLUTE_POS
+    if x[1] <= 0:                                  # uniform, holding plane ops and a loop of them
+        a = cb.plane_all(nu <= -2)
+        for _ in range(i32(n) % 4):
+            a = a or cb.plane_any(g == 0)
+        if g < nu:
+            out[g] = u64(1) + u64(a)
+
+
+def test_a_per_unit_guard_after_a_loop_of_plane_ops_under_a_uniform_condition(dev):
+    # found by tests/fuzz (seed 1285) on PoCL: the guard let every unit through
+    out = poisoned(42, np.uint64)
+    guard_after_a_loop_of_plane_ops.launch(2, (7, 3), np.zeros(4, np.int64), out, 25, 3, device=dev)
+    plane = dev.properties.plane_dim
+    want = np.ones(42, np.uint64)
+    for cube in range(2):
+        for lin in range(21):                      # the unit with g == 0 is in cube 0's first plane
+            g = cube * 7 + lin % 7 + 14 * (lin // 7)
+            want[g] = 2 if cube == 0 and lin // plane == 0 else 1
+    np.testing.assert_array_equal(out[:25], want[:25])
+    np.testing.assert_array_equal(out[25:], poisoned(1, np.uint64)[0])

@@ -129,3 +129,64 @@ def test_plane_ops_on_floats(dev, rng):
     groups = x.reshape(-1, plane)
     want = np.repeat(groups.sum(1) + groups.max(1), plane)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@cb.kernel
+def block_reduce(x: Array[f32], out: Mut[Array[f32]]):
+    """The usual block reduce: each plane's sum, then plane 0 sums those (via shared memory)."""
+    sums = cb.SharedMemory(f32, 256)
+    i = cb.ABSOLUTE_POS
+    v = x[i] if i < len(x) else 0.0
+    plane = cb.UNIT_POS // cb.PLANE_DIM
+    s = cb.plane_sum(v)
+    if cb.UNIT_POS_PLANE == 0:
+        sums[plane] = s
+    cb.sync_cube()
+    total = 0.0
+    if plane == 0:                         # the same on every unit of a plane
+        w = 0.0
+        for k in range(cb.UNIT_POS_PLANE, cb.CUBE_DIM // cb.PLANE_DIM, cb.PLANE_DIM):
+            w += sums[k]
+        total = cb.plane_sum(w)
+    if cb.UNIT_POS == 0:
+        out[cb.CUBE_POS] = total
+
+
+def test_a_plane_op_under_a_plane_uniform_condition_is_the_block_reduce_idiom(dev, rng):
+    x = rng.integers(-50, 50, 1000).astype(np.float32)      # integers: exact in any order
+    out = poisoned(4, np.float32)
+    block_reduce.launch(4, 256, x, out, device=dev)
+    padded = np.concatenate([x, np.zeros(24, np.float32)])
+    np.testing.assert_array_equal(out, padded.reshape(4, 256).sum(1))
+
+
+@cb.kernel
+def row_max(x: Array[f32], out: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    best = -1.0
+    if cb.UNIT_POS_Y % 2 == 0:             # rows of 64 units hold whole planes
+        best = cb.plane_max(x[i])
+    out[i] = best
+
+
+def test_unit_pos_y_is_plane_uniform_when_rows_hold_whole_planes(dev, rng):
+    x = rng.standard_normal(512).astype(np.float32)
+    out = poisoned(512, np.float32)
+    row_max.launch(1, (64, 8), x, out, device=dev)
+    plane = dev.properties.plane_dim
+    want = np.repeat(x.reshape(-1, plane).max(1), plane).reshape(8, 64)
+    want[1::2] = -1.0
+    np.testing.assert_array_equal(out.reshape(8, 64), want)
+
+
+@cb.kernel
+def shifted_plane_index(x: Array[f32], out: Mut[Array[f32]]):
+    t = 0.0
+    if (cb.UNIT_POS + 1) // cb.PLANE_DIM == 0:   # not the same on a plane: its last unit differs
+        t = cb.plane_max(x[0])
+    out[cb.ABSOLUTE_POS] = t
+
+
+def test_a_condition_that_differs_inside_a_plane_is_still_refused():
+    with pytest.raises(cb.DivergenceError, match=r"plane_max\(\) is reached by only some units of a plane"):
+        shifted_plane_index.launch(1, 64, np.zeros(4, np.float32), np.zeros(64, np.float32), device="interp")

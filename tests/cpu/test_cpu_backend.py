@@ -140,3 +140,19 @@ def test_in_process_cache_key_is_stable():
     tree_sum[1, 256](x, np.zeros(1, np.float32), np.int32(128), device=cb.device("cpu", plane_dim=2))
     after = dict(cpu.stats)
     assert after["compiles"] + after["disk_hits"] == before["compiles"] + before["disk_hits"] + 1
+
+
+def test_a_lower_llvm_optimization_level_is_a_device_option_with_the_same_results():
+    import numpy as np
+
+    from tests.kernels import saxpy
+
+    x = np.arange(1000, dtype=np.float32)
+    fast = cb.device("cpu", opt_level=1)
+    assert "LLVM -O1" in fast.properties.name and cb.device("cpu").properties.name != fast.properties.name
+    y1, y3 = np.ones(1000, np.float32), np.ones(1000, np.float32)
+    saxpy.launch(4, 256, x, y1, 2.0, device=fast)
+    saxpy.launch(4, 256, x, y3, 2.0, device="cpu")
+    np.testing.assert_array_equal(y1, y3)
+    with pytest.raises(cb.ArgumentValueError, match="opt_level must be 0, 1, 2 or 3"):
+        cb.device("cpu", opt_level=5)

@@ -137,3 +137,28 @@ def test_value_dependent_checks_run_on_every_launch_not_only_the_first():
     y = np.ones(1, np.float32)
     scaled.launch(1, 1, y, 3, 2, device="interp")
     _launch_error(ValueError, "whose range is [-128, 127]; got 300", y, 300, 2, kernel=scaled)
+
+
+@cb.kernel
+def store_f32(y: Mut[Array[f32]], a: f32):
+    y[0] = a
+
+
+@pytest.mark.parametrize("value", [1e300, 3.5e38, -1e39, 10**400])
+def test_a_float_scalar_that_would_overflow_its_type_is_refused_on_the_first_and_the_warm_launch(value):
+    y = np.zeros(1, np.float32)
+    store_f32.launch(1, 1, y, 2.5, device="interp")               # the warm path of the next launches
+    for _ in range(2):
+        text = _launch_error(ValueError, "parameter 'a' is f32, whose largest finite value is 3.40282e+38", y,
+                             value, kernel=store_f32)
+        assert "would become inf" in text
+    assert y[0] == 2.5
+
+
+def test_explicit_infinities_and_nans_are_float_scalars_like_any_other():
+    y = np.zeros(1, np.float32)
+    for value in (float("inf"), float("-inf"), 3.4e38):
+        store_f32.launch(1, 1, y, value, device="interp")
+        assert y[0] == np.float32(value)
+    store_f32.launch(1, 1, y, float("nan"), device="interp")
+    assert np.isnan(y[0])

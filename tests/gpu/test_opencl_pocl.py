@@ -38,3 +38,42 @@ def test_pyopencl_arrays_are_used_in_place(dev):
     np.testing.assert_allclose(y.get(), 2 * np.arange(256) + 1)
     with pytest.raises(ValueError, match="Mut argument 'y' overlaps argument 'x'"):
         g.saxpy.launch(1, 256, x, x, 2.0, device=dev)
+
+
+@cb.kernel
+def halves(x: cb.Array[cb.f16], y: cb.Mut[cb.Array[cb.f16]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = x[i] * 2.0 + y[i]
+
+
+def test_f16_on_a_device_without_fp16_is_one_line_naming_the_device(dev):
+    if dev.properties.supports("fp16"):
+        pytest.skip("this OpenCL device has fp16")
+    x = np.ones(8, np.float16)
+    with pytest.raises(cb.CubeTypeError) as info:
+        halves.launch(1, 8, x, x.copy(), device=dev)
+    text = str(info.value)
+    assert f"the OpenCL device '{dev.properties.name}' has no fp16 (cl_khr_fp16)" in text
+    assert "in kernel 'halves'" in text and "error:" not in text and len(text.splitlines()) <= 4
+
+
+def test_f16_lines_are_structs_of_halves_computed_element_by_element(tmp_path):
+    """NVIDIA's OpenCL compiler cannot build arithmetic on half4 ("Do not know how to split the result
+    of this operator!"): f16 Lines are never native half vectors (compiled here with clang for SPIR)."""
+    import subprocess
+
+    from cubepy.backends.cstyle import OPENCL, render
+    from test_compile_all_kernels import _opencl_clang
+
+    x = np.ones(16, np.float16)
+    ir = halves.compile(cb.lines(x, 4), cb.lines(x.copy(), 4), dim=4, device="interp").ir_module
+    src = render(ir, OPENCL).source
+    assert "half4" not in src and "cb_f16x4" in src
+    path = tmp_path / "halves.cl"
+    path.write_text(src)
+    clang = _opencl_clang()
+    done = subprocess.run([clang, "-x", "cl", "-cl-std=CL2.0", "-target", "spir64", "-Xclang",
+                           "-finclude-default-header", "-emit-llvm", "-c", str(path), "-o", f"{path}.bc"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

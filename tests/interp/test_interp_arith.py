@@ -50,10 +50,10 @@ def py_ref(opcode, x, y, dtype):
         r = x // y if y else 0
     elif opcode == "mod":
         r = x % y if y else 0
-    elif opcode == "shl":
-        r = x << (y & (bits - 1))
+    elif opcode == "shl":      # a count outside [0, bits) shifts every bit out
+        r = x << y if 0 <= y < bits else 0
     elif opcode == "shr":
-        r = x >> (y & (bits - 1)) if dtype.kind == "i" else x >> (y % bits)
+        r = x >> y if 0 <= y < bits else (-1 if x < 0 else 0)
     else:
         r = {"add": x + y, "sub": x - y, "mul": x * y, "min": min(x, y), "max": max(x, y),
              "and": x & y, "or": x | y, "xor": x ^ y}[opcode]

@@ -215,9 +215,12 @@ def test_a_scalar_that_does_not_fit_its_c_type_takes_the_full_path(rec):
     launcher = saxpy[4, 256]
     x, y = FakeArray(0x10000, (1000,)), FakeArray(0x20000, (1000,))
     _launch_twice(rec, launcher, x, y, 2.0)
-    with pytest.warns(RuntimeWarning):
-        launcher(x, y, 1e300, device=rec)      # the binder makes it inf (with NumPy's warning)
-    assert rec.backend.calls[-1][0] == "full" and rec.backend.calls[-1][3][4] == float("inf")
+    calls = len(rec.backend.calls)
+    with pytest.raises(cb.ArgumentValueError, match="parameter 'a' is f32.*got 1e\\+300, which would become inf"):
+        launcher(x, y, 1e300, device=rec)      # submit refuses it; the full path's check names it
+    assert len(rec.backend.calls) == calls      # nothing was launched
+    launcher(x, y, float("inf"), device=rec)    # an explicit inf is a value like any other
+    assert rec.backend.calls[-1][3][4] == float("inf")
 
 
 def test_the_generated_warm_path_is_straight_line_python(rec):

@@ -1,0 +1,253 @@
+"""Barriers out of conditionals: for targets where every unit of a cube must reach every barrier.
+
+An ``if`` whose sides hold barriers (``sync_cube``, and plane ops a target emulates with cube-wide
+barriers) becomes a sequence at its own level: the work between barriers runs under
+``if (cond)`` (``if (not cond)`` for the else side), and each barrier runs for every unit. Values
+that cross from one piece to a later one go through variables. For a cube-uniform condition this
+is the same program (the barriers are reached by all units or by none, and an extra barrier
+orders nothing new); for a plane-uniform one (``if UNIT_POS // PLANE_DIM == 0: plane_sum(...)``)
+it is what makes an emulated plane op legal: each plane computes the op and only the planes that
+took the branch use its result. PoCL miscompiles a barrier inside a conditional followed by a
+per-unit guard (every unit passed the guard), and the hoisted form is what it handles.
+
+A loop holding a barrier comes out of an ``if`` when the condition is cube-uniform, made to run
+no iteration where it is false; under a plane-uniform condition it stays (planes would run
+different numbers of barriers), and `check_barriers` reports any barrier that some units of a
+cube can miss, as a DivergenceError naming the line.
+"""
+
+from __future__ import annotations
+
+from .nodes import Block, Const, Kernel, Op, Value, Var, walk
+from .types import Type, bool_
+
+
+def hoist_barriers(kernel: Kernel, is_barrier) -> Kernel:
+    """Rewrite ``kernel`` in place (``is_barrier(op)`` says which ops are barriers); returns it.
+
+    Early returns become a flag first (`flag_returns`) when the kernel has barriers: a unit that
+    returned must still reach the barriers after its return (which only a cube-uniform return
+    may precede), and PoCL also miscompiled a barrier after a uniform early return."""
+    if any(op.opcode == "return" for op in walk(kernel.body)) and any(is_barrier(op) for op in walk(kernel.body)):
+        flag_returns(kernel, _returns_before_barriers(kernel, is_barrier))
+    from .uniformity import analyze_uniformity
+
+    hoister = _Hoister(kernel, is_barrier, analyze_uniformity(kernel))
+    kernel.body.ops = hoister.block(kernel.body.ops)
+    if hoister.made:
+        kernel.body.ops = hoister.initial + kernel.body.ops
+    return kernel
+
+
+def _returns_before_barriers(kernel: Kernel, is_barrier) -> set[int]:
+    """The ``return`` ops a barrier may follow: one later in the program, or in the same loop."""
+    order = list(walk(kernel.body))
+    last = max((k for k, op in enumerate(order) if is_barrier(op)), default=-1)
+    found = {id(op) for k, op in enumerate(order) if op.opcode == "return" and k < last}
+
+    def in_loops(block: Block, barrier_loop: bool) -> None:
+        for op in block.ops:
+            if op.opcode == "return" and barrier_loop:
+                found.add(id(op))
+            inner = barrier_loop or (op.opcode in ("for", "loop") and any(is_barrier(o) for o in walk(op.blocks[0])))
+            for b in op.blocks:
+                in_loops(b, inner)
+    in_loops(kernel.body, False)
+    return found
+
+
+def flag_returns(kernel: Kernel, which: set[int] | None = None) -> None:
+    """Replace each ``return`` (of ``which``, op ids; default all) by setting a per-unit flag: a
+    unit that set it leaves the loops it is in (``break``) and skips the rest of each enclosing
+    block (``if not returned``)."""
+    flag = Var("cb_returned", Type(bool_))
+    kernel.vars.append(flag)
+
+    def read(loc):
+        v = Value(Type(bool_))
+        return v, Op("load_var", (flag,), v, {}, (), loc)
+
+    def block(ops: list[Op], in_loop: bool) -> tuple[list[Op], bool]:
+        out: list[Op] = []
+        for i, op in enumerate(ops):
+            if op.opcode == "return" and (which is None or id(op) in which):
+                out.append(Op("store_var", (flag, Const(True, Type(bool_))), None, {}, (), op.loc))
+                if in_loop:
+                    out.append(Op("break", (), None, {}, (), op.loc))
+                return out, True                  # what follows a return is never reached
+            returns = False
+            for b in op.blocks:
+                b.ops, r = block(b.ops, in_loop or op.opcode in ("for", "loop"))
+                returns |= r
+            out.append(op)
+            if returns:
+                done, load = read(op.loc)
+                rest, _ = block(ops[i + 1:], in_loop)
+                if in_loop:
+                    out += [load, Op("if", (done,), None, {}, (Block([Op("break", (), None, {}, (), op.loc)]), Block()),
+                                     op.loc)] + rest
+                elif rest:
+                    live = Value(Type(bool_))
+                    out += [load, Op("not", (done,), live, {}, (), op.loc),
+                            Op("if", (live,), None, {}, (Block(rest), Block()), op.loc)]
+                return out, True
+        return out, False
+
+    body, _ = block(kernel.body.ops, False)
+    kernel.body.ops = [Op("store_var", (flag, Const(False, Type(bool_))), None, {}, (), kernel.loc)] + body
+
+
+class _Hoister:
+    def __init__(self, kernel: Kernel, is_barrier, levels: dict):
+        self.kernel = kernel
+        self.is_barrier = is_barrier
+        self.levels = levels            # uniformity level per value id (0: the same on the whole cube)
+        self.initial: list[Op] = []     # the crossing variables start at zero (never read undefined)
+        self.made = False
+
+    def has_barrier(self, op: Op) -> bool:
+        return self.is_barrier(op) or any(self.has_barrier(o) for b in op.blocks for o in b.ops)
+
+    def loops_a_barrier(self, op: Op) -> bool:
+        """Whether a loop inside ``op`` (or ``op`` itself) holds a barrier."""
+        if op.opcode in ("for", "loop") and self.has_barrier(op):
+            return True
+        return any(self.loops_a_barrier(o) for b in op.blocks for o in b.ops)
+
+    def block(self, ops: list[Op]) -> list[Op]:
+        out: list[Op] = []
+        for op in ops:
+            for b in op.blocks:
+                b.ops = self.block(b.ops)
+            # a loop holding a barrier comes out of an if only when the whole cube agrees on the
+            # condition: it then runs no iteration where the condition is false
+            if op.opcode == "if" and self.has_barrier(op) and (
+                    not self.loops_a_barrier(op) or self.uniform(op.args[0])):
+                out.extend(self.split(op))
+            else:
+                out.append(op)
+        return out
+
+    def uniform(self, value) -> bool:
+        return isinstance(value, Const) or self.levels.get(value.id, 0) == 0
+
+    def conditioned(self, loop: Op, guard: Value) -> list[Op]:
+        """``loop`` (holding a barrier) made to run no iteration where ``guard`` is false."""
+        if loop.opcode == "for":
+            start, stop, step = loop.args
+            limited = Value(stop.type)
+            loop.args = (start, limited, step)
+            return [Op("select", (guard, stop, start), limited, {}, (), loop.loc), loop]
+        stop = Value(Type(bool_))
+        body = loop.blocks[0]
+        body.ops = [Op("not", (guard,), stop, {}, (), loop.loc),
+                    Op("if", (stop,), None, {}, (Block([Op("break", (), None, {}, (), loop.loc)]), Block()),
+                       loop.loc)] + body.ops
+        return [loop]
+
+    def split(self, op: Op) -> list[Op]:
+        """``if (c) {T} else {E}`` -> pieces of T under c, T's barriers, pieces of E under !c, E's barriers."""
+        self.made = True
+        cond = op.args[0]
+        out: list[Op] = []
+        negated = None
+        for side, ops in enumerate(op.blocks):
+            if not ops.ops:
+                continue
+            if side == 1:
+                negated = Value(Type(bool_))
+                out.append(Op("not", (cond,), negated, {}, (), op.loc))
+                self.levels[negated.id] = self.levels.get(cond.id, 0)
+            guard = cond if side == 0 else negated
+            piece: list[Op] = []
+            for inner in ops.ops:
+                if self.has_barrier(inner):
+                    if piece:
+                        out.append(Op("if", (guard,), None, {}, (Block(piece), Block()), op.loc))
+                        piece = []
+                    out.extend(self.conditioned(inner, guard) if inner.opcode in ("for", "loop") else [inner])
+                else:
+                    piece.append(inner)
+            if piece:
+                out.append(Op("if", (guard,), None, {}, (Block(piece), Block()), op.loc))
+        return self.route(out)
+
+    def route(self, ops: list[Op]) -> list[Op]:
+        """Values defined inside a piece and used after it travel through a variable."""
+        defined_in: dict[int, int] = {}
+        for k, op in enumerate(ops):
+            if op.opcode == "if" and not self.has_barrier(op):
+                for o in walk(op.blocks[0]):
+                    if o.result is not None:
+                        defined_in[o.result.id] = k
+        carried: dict[int, Var] = {}
+        result: list[Op] = []
+        for k, op in enumerate(ops):
+            uses = {a.id: a for a in _operands(op) if isinstance(a, Value) and not isinstance(a, Const)
+                    and defined_in.get(a.id, k) < k}
+            renames = {}
+            loads = []
+            for vid, value in uses.items():
+                var = carried.get(vid)
+                if var is None:
+                    var = carried[vid] = Var(f"carried{vid}", value.type)
+                    self.kernel.vars.append(var)
+                    zero = _zero(value.type)
+                    self.initial.extend(zero[1])
+                    self.initial.append(Op("store_var", (var, zero[0]), None, {}, (), op.loc))
+                    self._store_after_definition(ops[defined_in[vid]], value, var)
+                loaded = Value(value.type)
+                loads.append(Op("load_var", (var,), loaded, {}, (), op.loc))
+                renames[vid] = loaded
+            if renames:
+                if op.opcode == "if" and not self.has_barrier(op):
+                    op.blocks[0].ops = loads + op.blocks[0].ops
+                    _rename(op.blocks[0], renames)
+                else:
+                    result.extend(loads)
+                    op.args = tuple(renames.get(a.id, a) if isinstance(a, Value) else a for a in op.args)
+                    for b in op.blocks:
+                        _rename(b, renames)
+            result.append(op)
+        return result
+
+    @staticmethod
+    def _store_after_definition(piece: Op, value: Value, var: Var) -> None:
+        block = piece.blocks[0]
+        for i, o in enumerate(block.ops):
+            if o.result is value:
+                block.ops.insert(i + 1, Op("store_var", (var, value), None, {}, (), o.loc))
+                return
+        raise AssertionError("a carried value is defined at the top of its piece")
+
+
+def _operands(op: Op):
+    yield from op.args
+    for b in op.blocks:
+        for o in walk(b):
+            yield from o.args
+            if o.opcode == "for":
+                yield o.attrs["var"]
+
+
+def _rename(block: Block, renames: dict) -> None:
+    for o in walk(block):
+        o.args = tuple(renames.get(a.id, a) if isinstance(a, Value) and not isinstance(a, Const) else a
+                       for a in o.args)
+
+
+def _zero(t: Type):
+    """A zero of type ``t`` (a Line is the broadcast of a scalar zero): (value, ops making it)."""
+    scalar = Const(False if t.dtype.is_bool else 0.0 if t.dtype.is_float else 0, Type(t.dtype))
+    if t.width == 1:
+        return scalar, []
+    line = Value(t)
+    return line, [Op("broadcast", (scalar,), line, {}, (), None)]
+
+
+def check_barriers(kernel: Kernel, is_barrier, why: str) -> None:
+    """Raise DivergenceError naming the line of a barrier that not every unit of its cube reaches
+    (``why``: what makes the op a barrier on this target, for the message)."""
+    from .uniformity import analyze_uniformity
+
+    analyze_uniformity(kernel, cube_barrier=is_barrier, why=why)

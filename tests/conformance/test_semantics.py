@@ -1,0 +1,385 @@
+"""The rules docs/design.md ("Semantics") chooses, on every device, bit for bit against NumPy models
+written here: float min/max with NaN and signed zeros, float to integer conversion, shifts by any
+count, integer powers, and the same rules for constants folded while tracing."""
+
+import numpy as np
+import pytest
+
+import cubepy as cb
+from cubepy import Array, Mut, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from tests.conftest import poisoned, require_dtype
+
+SPECIAL_FLOATS = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-45, 3e38, -3e38]
+
+
+def _floats(rng, dtype, n):
+    """Random floats with every special value, each against every other one somewhere."""
+    special = np.array(SPECIAL_FLOATS, dtype)
+    a = (rng.standard_normal(n) * 4).astype(dtype)
+    b = (rng.standard_normal(n) * 4).astype(dtype)
+    k = len(special)
+    a[:k * k] = np.repeat(special, k)
+    b[:k * k] = np.tile(special, k)
+    b[k * k:k * k + 20] = a[k * k:k * k + 20]          # equal operands
+    return a, b
+
+
+def _ieee_min(a, b):
+    """IEEE 754-2019 minimum: NaN if either is NaN, else the smaller, -0.0 below +0.0."""
+    with np.errstate(invalid="ignore"):
+        smaller = np.where(a < b, a, b)
+        both_zero = (a == 0) & (b == 0)
+        r = np.where(both_zero, np.where(np.signbit(a) | np.signbit(b), -0.0, 0.0).astype(a.dtype), smaller)
+    return np.where(np.isnan(a) | np.isnan(b), np.nan, r).astype(a.dtype)
+
+
+def _ieee_max(a, b):
+    with np.errstate(invalid="ignore"):
+        larger = np.where(a > b, a, b)
+        both_zero = (a == 0) & (b == 0)
+        r = np.where(both_zero, np.where(np.signbit(a) & np.signbit(b), -0.0, 0.0).astype(a.dtype), larger)
+    return np.where(np.isnan(a) | np.isnan(b), np.nan, r).astype(a.dtype)
+
+
+def _same_floats(got, want):
+    """Equal values, equal signs of zero, NaN where NaN (any NaN payload)."""
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(got[ok], want[ok])
+    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(want[ok]))
+
+
+@cb.kernel
+def min_max_clamp(a: Array, b: Array, mn: Mut[Array], mx: Mut[Array], cl: Mut[Array]):
+    i = cb.ABSOLUTE_POS
+    if i < len(a):
+        mn[i] = cb.min(a[i], b[i])
+        mx[i] = cb.max(a[i], b[i])
+        cl[i] = cb.clamp(a[i], -1.0, 1.0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_float_min_and_max_propagate_nan_and_order_negative_zero_below_positive_zero(dev, rng, dtype):
+    require_dtype(dev, dtype)
+    a, b = _floats(rng, dtype, 400)
+    mn, mx, cl = (poisoned(400, dtype) for _ in range(3))
+    min_max_clamp.launch(4, 128, a, b, mn, mx, cl, device=dev)
+    _same_floats(mn, _ieee_min(a, b))
+    _same_floats(mx, _ieee_max(a, b))
+    one = np.ones_like(a)
+    _same_floats(cl, _ieee_min(_ieee_max(a, -one), one))
+
+
+INT_TYPES = [i8, i16, i32, i64, u8, u16, u32, u64]
+
+
+def _saturate(x: np.ndarray, dtype) -> np.ndarray:
+    """Toward zero, clamped to the type's range, NaN -> 0 (computed on Python ints)."""
+    info = np.iinfo(dtype.numpy_name)
+    out = []
+    for v in x.astype(np.float64):
+        out.append(0 if np.isnan(v) else info.max if v >= info.max else info.min if v <= info.min else int(v))
+    return np.array(out, dtype.numpy_name)
+
+
+@pytest.mark.parametrize("src", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("dst", INT_TYPES, ids=str)
+def test_float_to_integer_conversion_truncates_saturates_and_maps_nan_to_zero(dev, rng, src, dst):
+    require_dtype(dev, src)
+
+    @cb.kernel
+    def convert(x: Array, out: Mut[Array]):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            out[i] = dst(x[i])
+    info = np.iinfo(dst.numpy_name)
+    edges = [info.min, info.max, info.min - 1.0, info.max + 1.0, -0.9, 0.9, 3e9, -3e9, 1e19, -1e19, 2e19]
+    with np.errstate(over="ignore"):
+        x = np.concatenate([np.array(SPECIAL_FLOATS + edges, np.float64).astype(src),
+                            (rng.standard_normal(200) * 10.0 ** rng.integers(0, 12, 200)).astype(src)])
+    out = poisoned(len(x), dst.numpy_name)
+    convert.launch(2, 128, x, out, device=dev)
+    np.testing.assert_array_equal(out, _saturate(x, dst))
+
+
+def _shift_model(x: np.ndarray, n: np.ndarray, left: bool) -> np.ndarray:
+    bits = x.dtype.itemsize * 8
+    out = []
+    for a, c in zip(x.tolist(), n.tolist()):
+        if 0 <= c < bits:
+            r = a << c if left else a >> c
+        else:
+            r = 0 if left or a >= 0 else -1
+        out.append(r % 2**bits)
+    return np.array(out, np.uint64).astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES, ids=str)
+def test_a_shift_by_the_bit_width_or_more_or_by_a_negative_count_shifts_every_bit_out(dev, rng, dtype):
+    @cb.kernel
+    def shifts(x: Array, n: Array, left: Mut[Array], right: Mut[Array]):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            left[i] = x[i] << n[i]
+            right[i] = x[i] >> n[i]
+    info = np.iinfo(dtype.numpy_name)
+    bits = dtype.bits
+    x = rng.integers(info.min, info.max, 300, endpoint=True, dtype=dtype.numpy_name)
+    low = -3 if dtype.is_signed else 0
+    n = rng.integers(low, bits + 4, 300).astype(dtype.numpy_name)
+    n[:bits + 4 - low] = np.arange(low, bits + 4)                  # every count once
+    left, right = poisoned(300, dtype.numpy_name), poisoned(300, dtype.numpy_name)
+    shifts.launch(3, 128, x, n, left, right, device=dev)
+    np.testing.assert_array_equal(left, _shift_model(x, n, True))
+    np.testing.assert_array_equal(right, _shift_model(x, n, False))
+
+
+@cb.kernel
+def powers(x: Array[i32], n: Array[i32], p9: Mut[Array[i32]], p2: Mut[Array[i32]], pn: Mut[Array[i32]],
+           pf: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        p9[i] = x[i] ** 9
+        p2[i] = x[i] ** 2
+        pn[i] = x[i] ** n[i]
+        pf[i] = x[i] ** 0.5
+
+
+def test_an_integer_to_an_integer_power_stays_an_exact_wrapped_integer(dev, rng):
+    x = rng.integers(-50, 50, 200).astype(np.int32)
+    x[:4] = [7, -1, 1, 0]
+    n = rng.integers(-3, 40, 200).astype(np.int32)
+    outs = [poisoned(200, np.int32) for _ in range(3)] + [poisoned(200, np.float32)]
+    powers.launch(2, 128, x, n, *outs, device=dev)
+
+    def model(a, k):
+        if k < 0:    # the truncated 1 / a**-k
+            return 1 if a == 1 else ((-1 if k % 2 else 1) if a == -1 else 0)
+        return (a ** k + 2**31) % 2**32 - 2**31
+    np.testing.assert_array_equal(outs[0], [model(a, 9) for a in x.tolist()])
+    assert outs[0][0] == 40353607                                   # 7 ** 9, as Python says
+    np.testing.assert_array_equal(outs[1], x * x)
+    np.testing.assert_array_equal(outs[2], [model(a, k) for a, k in zip(x.tolist(), n.tolist())])
+    np.testing.assert_allclose(outs[3], np.power(x.astype(np.float32), np.float32(0.5)), rtol=2e-6)
+
+
+def test_an_integer_to_a_negative_literal_power_is_refused_as_python_would_give_a_float():
+    @cb.kernel
+    def inverse(x: Array[i32], out: Mut[Array[i32]]):
+        out[cb.ABSOLUTE_POS] = x[cb.ABSOLUTE_POS] ** -2
+    with pytest.raises(cb.CubeValueError, match=r"negative power -2 .* f32\(x\) \*\* -2"):
+        inverse.launch(1, 4, np.ones(4, np.int32), np.zeros(4, np.int32), device="interp")
+
+
+@cb.kernel
+def atomic_extremes(v: Array[f32], lo: Mut[Array[f32]], hi: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(v):
+        cb.atomic_min(lo, i % 3, v[i])
+        cb.atomic_max(hi, i % 3, v[i])
+
+
+@pytest.mark.parametrize("case", ["nan", "zeros", "random"])
+def test_float_atomic_min_and_max_follow_the_min_max_rule(dev, rng, case):
+    v = rng.standard_normal(96).astype(np.float32)
+    if case == "nan":
+        v[rng.integers(96)] = np.nan
+    elif case == "zeros":
+        v = np.where(rng.random(96) < 0.5, np.float32(0.0), np.float32(-0.0))
+    lo, hi = np.full(3, np.inf, np.float32), np.full(3, -np.inf, np.float32)
+    if case == "zeros":
+        lo[:], hi[:] = 0.0, -0.0
+    want_lo, want_hi = lo.copy(), hi.copy()
+    for i, x in enumerate(v):
+        want_lo[i % 3] = _ieee_min(want_lo[i % 3:i % 3 + 1], np.array([x]))[0]
+        want_hi[i % 3] = _ieee_max(want_hi[i % 3:i % 3 + 1], np.array([x]))[0]
+    atomic_extremes.launch(3, 32, v, lo, hi, device=dev)
+    _same_floats(lo, want_lo)
+    _same_floats(hi, want_hi)
+
+
+@cb.kernel
+def plane_extremes(v: Array[f32], lo: Mut[Array[f32]], hi: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    lo[i] = cb.plane_min(v[i])
+    hi[i] = cb.plane_max(v[i])
+
+
+def test_plane_min_and_max_follow_the_min_max_rule(dev, rng):
+    p = dev.properties.plane_dim
+    v = np.where(rng.random(128) < 0.5, np.float32(0.0), np.float32(-0.0))
+    v[rng.integers(128)] = np.nan
+    lo, hi = poisoned(128, np.float32), poisoned(128, np.float32)
+    plane_extremes.launch(2, 64, v, lo, hi, device=dev)
+    want_lo, want_hi = np.empty_like(v), np.empty_like(v)
+    for start in range(0, 128, p):
+        part = v[start:start + p]
+        a, b = part[:1], part[:1]
+        for x in part[1:]:
+            a, b = _ieee_min(a, np.array([x])), _ieee_max(b, np.array([x]))
+        want_lo[start:start + p], want_hi[start:start + p] = a[0], b[0]
+    _same_floats(lo, want_lo)
+    _same_floats(hi, want_hi)
+
+
+# --- constants fold to what the same operation gives at run time ---------------------------
+
+@cb.kernel
+def folded(out64: Mut[Array[f64]], out32: Mut[Array[i32]]):
+    out64[0] = f64(f32(0.1))
+    out32[0] = i32(f32(16777217))
+    out32[1] = i32(3e9)
+    out32[2] = i32(float("nan"))
+    out32[3] = i32(-3e9)
+    out32[4] = 3 % (3 % 3)
+    out32[5] = 7 // 0
+    out32[6] = i32(1 << 40)
+    out32[7] = (1 << 40) >> 38
+    out64[1] = f64(f32(1e300))
+    out64[2] = 1.0 / 0.0
+    out64[3] = cb.min(-0.0, 0.0)
+    out64[4] = cb.max(float("nan"), 0.0)
+
+
+@cb.kernel
+def at_run_time(v64: Array[f64], v32: Array[i32], out64: Mut[Array[f64]], out32: Mut[Array[i32]]):
+    out64[0] = f64(f32(v64[0]))
+    out32[0] = i32(f32(v32[0]))
+    out32[1] = i32(v64[1])
+    out32[2] = i32(v64[2])
+    out32[3] = i32(v64[3])
+    out32[4] = v32[4] % (v32[4] % v32[4])
+    out32[5] = v32[5] // v32[6]
+    out32[6] = i32(i64(1) << i64(v32[7]))
+    out32[7] = 0
+    out64[1] = f64(f32(v64[4]))
+    out64[2] = v64[5] / v64[6]
+    out64[3] = cb.min(-v64[6], v64[6])
+    out64[4] = cb.max(v64[2], v64[6])
+
+
+def test_constant_casts_and_operations_fold_to_what_they_give_at_run_time(dev):
+    require_dtype(dev, "float64")
+    c64, c32 = poisoned(8, np.float64), poisoned(8, np.int32)
+    folded.launch(1, 1, c64, c32, device=dev)
+    r64, r32 = poisoned(8, np.float64), poisoned(8, np.int32)
+    v64 = np.array([0.1, 3e9, np.nan, -3e9, 1e300, 1.0, 0.0, 0.0])
+    v32 = np.array([16777217, 0, 0, 0, 3, 7, 0, 40], np.int32)
+    at_run_time.launch(1, 1, v64, v32, r64, r32, device=dev)
+    assert c64[0] == np.float64(np.float32(0.1)) == 0.10000000149011612
+    assert c32[0] == 16777216 and c32[1] == 2**31 - 1 and c32[2] == 0 and c32[3] == -(2**31)
+    assert c32[4] == 0 and c32[5] == 0 and c32[6] == 0 and c32[7] == 4
+    np.testing.assert_array_equal(c32[:7], r32[:7])
+    _same_floats(c64[:5], r64[:5])
+    assert np.isinf(c64[1]) and c64[2] == np.inf and np.signbit(c64[3]) and np.isnan(c64[4])
+
+
+@cb.kernel
+def typed_topology(x: Array[u8], out: Mut[Array[i32]], lane: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        out[i] = (cb.UNIT_POS_Y - 1) * x[i] + 7 // cb.UNIT_POS_Z + (cb.CUBE_DIM_Z - 2) * x[i]
+        lane[i] = (cb.UNIT_POS_PLANE << -1) + (cb.UNIT_POS_PLANE >> 40)
+
+
+@pytest.mark.parametrize("dim", [(32, 1, 1), (16, 2, 1)])
+def test_topology_builtins_are_i32_whatever_the_extent_of_their_axis(dev, rng, dim):
+    # on an axis of extent 1 UNIT_POS_Y is 0, but an i32 0: (0 - 1) * x is -x in i32, never a u8 wrap
+    x = rng.integers(1, 255, 32).astype(np.uint8)
+    out, lane = poisoned(32, np.int32), poisoned(32, np.int32)
+    typed_topology.launch(1, dim, x, out, lane, device=dev)
+    y = np.arange(32) // dim[0]
+    np.testing.assert_array_equal(out, (y - 1) * x.astype(np.int32) - x.astype(np.int32))
+    np.testing.assert_array_equal(lane, 0)
+
+
+@cb.kernel
+def python_and_or(a: Array[i32], b: Array[i32], o: Mut[Array[i32]], n: Mut[Array[i32]], f: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(a):
+        o[i] = a[i] or b[i]
+        n[i] = a[i] and b[i] or 5
+        f[i] = a[i] and 0.5
+
+
+def test_and_or_on_numbers_give_an_operand_as_python_does(dev, rng):
+    a = rng.integers(-3, 3, 100).astype(np.int32)
+    b = rng.integers(-3, 3, 100).astype(np.int32)
+    o, n, f = poisoned(100, np.int32), poisoned(100, np.int32), poisoned(100, np.float32)
+    python_and_or.launch(1, 128, a, b, o, n, f, device=dev)
+    np.testing.assert_array_equal(o, [x or y for x, y in zip(a.tolist(), b.tolist())])
+    np.testing.assert_array_equal(n, [x and y or 5 for x, y in zip(a.tolist(), b.tolist())])
+    np.testing.assert_array_equal(f, [x and 0.5 for x in a.tolist()])
+
+
+@cb.kernel
+def fma_of_numbers(x: Array[f32], o: Mut[Array[f32]]):
+    g = cb.ABSOLUTE_POS
+    acc = f32(0.0)
+    for j in cb.unroll(range(3)):
+        acc += cb.fma(j, j, x[g]) + -(-0.5)  # noqa: B002  (the C source must not read --0.5f)
+    o[g] = acc
+
+
+def test_fma_takes_two_python_numbers_and_a_negated_negative_constant_renders(dev, rng):
+    x = rng.standard_normal(32).astype(np.float32)
+    o = poisoned(32, np.float32)
+    fma_of_numbers.launch(1, 32, x, o, device=dev)
+    want = np.float32(0.0)
+    for j in range(3):
+        want = want + (np.float32(j * j) + x) + np.float32(0.5)
+    np.testing.assert_allclose(o, want, rtol=1e-6)
+
+
+@cb.kernel
+def fused(a: Array, b: Array, c: Array, o: Mut[Array]):
+    i = cb.ABSOLUTE_POS
+    if i < len(a):
+        o[i] = cb.fma(a[i], b[i], c[i])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fma_rounds_the_exact_a_times_b_plus_c_once(dev, rng, dtype):
+    from fractions import Fraction
+
+    require_dtype(dev, dtype)
+    n = 300
+    a = rng.standard_normal(n).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    # c cancels most of a * b, so an unfused a * b + c loses every bit the fusion keeps
+    c = (-(a.astype(np.float64) * b.astype(np.float64))).astype(dtype)
+    c += (rng.standard_normal(n) * 1e-6).astype(dtype) * c
+    o = poisoned(n, dtype)
+    fused.launch(3, 128, a, b, c, o, device=dev)
+
+    def exact(x, y, z):
+        return np.array(float(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))))
+    # float(Fraction) rounds correctly to f64; for f32 round the exact value directly to f32
+    want = [np.float64(exact(x, y, z)) if dtype == "float64" else
+            np.float32(_round_fraction(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))))
+            for x, y, z in zip(a, b, c)]
+    np.testing.assert_array_equal(o, np.array(want, dtype))
+
+
+def _round_fraction(q):
+    """The f32 nearest to the rational q (ties to even), by comparing with both neighbours."""
+    from fractions import Fraction
+
+    guess = np.float32(float(q))
+    for candidate in (np.nextafter(guess, np.float32(-np.inf)), np.nextafter(guess, np.float32(np.inf))):
+        d_c, d_g = abs(Fraction(float(candidate)) - q), abs(Fraction(float(guess)) - q)
+        if d_c < d_g or (d_c == d_g and int(candidate.view(np.uint32)) % 2 == 0):
+            guess = candidate
+    return guess
+
+
+@cb.kernel
+def fused_scalars(o: Mut[Array[f64]], a: f64, b: f64, c: f64):
+    o[cb.ABSOLUTE_POS] = cb.fma(a, b, c)       # the same on every unit (the interpreter's 0-d values)
+
+
+def test_fma_of_values_the_same_on_every_unit(dev):
+    require_dtype(dev, "float64")
+    o = poisoned(4, np.float64)
+    fused_scalars.launch(1, 4, o, 1.0 + 2.0**-30, 1.0 - 2.0**-30, -1.0, device=dev)
+    np.testing.assert_array_equal(o, -(2.0**-60))        # the unfused product rounds to 1.0: 0.0

@@ -1,0 +1,105 @@
+"""The CUDA source keeps the IR's meaning where NVIDIA's compilers are known to take liberties:
+narrow signed wraps are exact arithmetic (never a conversion nvcc may drop), float min/max and
+float-to-integer conversion are the helpers of the one rule, a negated negative constant is not
+``--``, and the partial-plane reduction loop that made ptxas fail register allocation stays a loop.
+Compiled with nvcc for sm_90 here; run on an H200 by ``python -m tests.fuzz --devices cuda``."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import missing_toolchain
+from cubepy.backends.cstyle import CUDA, OPENCL, render
+
+import cubepy as cb
+from cubepy import Array, Mut, f32, f64, i16, i32
+
+
+def _ir(kernel, *args, dim=32, plane=32):
+    return kernel.compile(*args, dim=dim, device=cb.device("interp", plane_dim=plane)).ir_module
+
+
+def _nvcc(tmp_path, source: str, name: str) -> None:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        missing_toolchain("nvcc is not on PATH (install the CUDA toolkit to compile-check the CUDA dialect)")
+    path = tmp_path / f"{name}.cu"
+    path.write_text(source)
+    p = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-cubin", "-o", str(path) + ".cubin", str(path)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+
+
+@cb.kernel
+def neg16(x: Array[i16], o: Mut[Array[i32]], p: Mut[Array[i16]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        o[i] = i32(-x[i])          # -(-32768) wraps to -32768 in i16, then widens
+        p[i] = x[i] * x[i] + x[i]
+
+
+def test_a_narrow_signed_wrap_is_exact_arithmetic_not_a_conversion_a_compiler_may_drop(tmp_path):
+    ir = _ir(neg16, np.zeros(4, np.int16), np.zeros(4, np.int32), np.zeros(4, np.int16))
+    src = render(ir, CUDA).source
+    assert not re.search(r"\(short\)\(-\(unsigned int\)", src), src       # the pattern nvcc folded
+    assert src.count("& 65535u)) ^ 32768) - 32768)") == 3       # -x, x * x and + x: each sign-extended
+    _nvcc(tmp_path, src, "neg16")
+    x = np.array([-32768, -1, 0, 1, 32767, -2], np.int16)              # and the meaning, on every device
+    for device in ("interp", "cpu", "opencl"):
+        o, p = np.zeros(6, np.int32), np.zeros(6, np.int16)
+        neg16.launch(1, 32, x, o, p, device=device)
+        np.testing.assert_array_equal(o, (-x.astype(np.int64) + 2**15) % 2**16 - 2**15)
+        np.testing.assert_array_equal(p, ((x.astype(np.int64) ** 2 + x + 2**15) % 2**16 - 2**15))
+
+
+@cb.kernel
+def partial_plane_min(x: Array[f64], o: Mut[Array[f64]]):
+    i = cb.ABSOLUTE_POS
+    o[i] = cb.plane_min(cb.sqrt(cb.abs(x[i]) + 2.0))
+
+
+def test_the_partial_plane_reduction_loop_stays_a_loop_so_ptxas_can_allocate_registers(tmp_path):
+    # a cube of 2 units is a partial plane of 32: this kernel's CUDA made ptxas 13.0 abort with
+    # "(C7600) Register allocation failed with register count of '7'" (../shared/repro)
+    ir = _ir(partial_plane_min, np.zeros(2), np.zeros(2), dim=2)
+    src = render(ir, CUDA).source
+    assert "__launch_bounds__(2)" in src and "#pragma unroll 1\n  for (int l = 1; l < 32; ++l)" in src
+    assert "fmin(" not in src and "cb_min_f64(" in src
+    _nvcc(tmp_path, src, "partial_plane_min")
+
+
+@cb.kernel
+def rules(x: Array[f32], y: Array[f32], mn: Mut[Array[f32]], c: Mut[Array[i32]], s: Mut[Array[i32]], n: i32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        mn[i] = cb.max(cb.min(x[i], y[i]), -(-0.5))  # noqa: B002  (rendered as -(-0.5f), not --0.5f)
+        c[i] = i32(x[i])
+        s[i] = (c[i] << n) + (c[i] >> 40)
+
+
+def test_min_max_casts_shifts_and_negated_constants_render_as_the_rules_say(tmp_path):
+    args = (np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.int32),
+            np.zeros(4, np.int32), 3)
+    ir = _ir(rules, *args)
+    for dialect in (CUDA, OPENCL):
+        src = render(ir, dialect).source
+        assert "--" not in re.sub(r"//.*", "", src)
+        assert "cb_min_f32(" in src and "cb_max_f32(" in src and "fmax(" not in src
+        assert "cb_cast_f32_i32(" in src and "(int)x;" in src and "x != x ? 0" in src
+        assert "< 0 || " in src                               # a variable count outside [0, 32) is handled
+        assert ">> 40" not in src                             # a constant count of 40 folds to its result
+    _nvcc(tmp_path, render(ir, CUDA).source, "rules")
+
+
+@pytest.mark.parametrize("kernel", [neg16, rules])
+def test_the_opencl_source_of_these_kernels_builds_on_the_test_device(kernel):
+    if not any(d.backend_name == "opencl" and d.available for d in cb.devices()):
+        pytest.skip("no OpenCL device")
+    args = (np.zeros(4, np.int16), np.zeros(4, np.int32), np.zeros(4, np.int16)) if kernel is neg16 else (
+        np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.int32),
+        np.zeros(4, np.int32), 3)
+    kernel.compile(*args, dim=32, device="opencl")
