@@ -22,8 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from cubepy.errors import (ArgumentTypeError, ArgumentValueError, BackendUnavailableError, CompileError,
-                           CubeTypeError, ToolchainError)
+from cubepy.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    BackendUnavailableError,
+    CubeTypeError,
+    ToolchainError,
+)
 from cubepy.ir.nodes import Buffer, Kernel
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.events import not_recorded
