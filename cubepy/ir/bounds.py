@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .nodes import Block, Const, Kernel, Op, Value
-from .types import INDEX_MAX
+from .types import INDEX_MAX, MAX_PROVEN_STEP
 
 _CHECKED = ("load", "store", "atomic")
 _AXES = "xyz"
@@ -284,7 +284,14 @@ class _Prover:
         if positive_step or step_facts.nonneg:
             marker = ("counter", counter.id)
             below = frozenset({key}) if key is not None and positive_step else frozenset()
-            inner.values[marker] = _Facts(start_facts.nonneg and positive_step, below)
+            # the counter stays at least its start unless ``counter += step`` wraps past INDEX_MAX:
+            # never with step 1 (counter < stop <= INDEX_MAX), nor with a step up to MAX_PROVEN_STEP
+            # towards an extent (at most ARRAY_MAX), nor below a constant stop far enough from it
+            no_wrap = positive_step and (
+                step.value == 1 or (key is not None and key[0] == "shape" and step.value <= MAX_PROVEN_STEP)
+                or (isinstance(stop, Const) and isinstance(stop.value, int)
+                    and stop.value <= INDEX_MAX - step.value + 1))
+            inner.values[marker] = _Facts(start_facts.nonneg and no_wrap, below)
             inner.vars[counter.id] = marker
         self.block(op.blocks[0], inner)
         self._forget_stored(op, scope)

@@ -69,6 +69,11 @@ _BY_NUMPY_NAME: dict[str, DType] = {d.numpy_name: d for d in ALL_DTYPES}
 # `i - 1` meaning what a Python programmer expects). Launch refuses arrays too long for it.
 INDEX = i32
 INDEX_MAX = 2**31 - 1
+# The most elements an array holds: a little below INDEX_MAX, so that a loop counter stepping by
+# up to MAX_PROVEN_STEP (a cube's units) towards an array's extent never wraps i32, which the
+# bounds proofs of `cubepy.ir.bounds` rely on.
+MAX_PROVEN_STEP = 1024
+ARRAY_MAX = INDEX_MAX - MAX_PROVEN_STEP + 1
 
 
 def wide_index_dtype(dtype: DType) -> DType:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..frontend.spec import ParamSpec
-from ..ir.types import INDEX_MAX, DType, dtype_from_numpy
+from ..ir.types import ARRAY_MAX, DType, dtype_from_numpy
 from ..lang.region import Partitioning
 from ..lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
 from .device_arrays import QUICK_FACTS, DeviceArray, NotContiguous, describer, host_view
@@ -256,9 +256,9 @@ def _array_step(kernel_name: str, name: str, example, mutable: bool,
             if check_device is not None and described is not None:
                 check_device(name, described)
         shape = array.shape
-        if array.size > INDEX_MAX or (not array.size and any(s > INDEX_MAX for s in shape)):
+        if array.size > ARRAY_MAX or (not array.size and any(s > ARRAY_MAX for s in shape)):
             raise ArgumentValueError(f"parameter '{name}' has {array.size} elements; kernels index with i32, so "
-                                     f"at most {INDEX_MAX}", kernel_name)
+                                     f"at most {ARRAY_MAX} (split the array, e.g. with cubepy.dask)", kernel_name)
         if width > 1:
             last = shape[-1]
             if last % width:
@@ -306,7 +306,8 @@ def _hashable(value) -> bool:
 
 def _check_comptime(kernel_name, name, ann, value):
     if not _hashable(value):
-        hint = " (a NumPy array: pass a Python number, or an Array parameter)" if isinstance(value, np.ndarray) else ""
+        hint = (" (a NumPy array: pass a Python number, or an Array parameter)" if isinstance(value, np.ndarray)
+                else " (pass a tuple)" if isinstance(value, list) else "")
         raise ArgumentTypeError(f"Comptime parameter '{name}' needs a hashable value such as an int, got "
                                 f"{type(value).__name__}{hint}", kernel_name)
     if ann.pytype in (int, float, bool) and not isinstance(value, ann.pytype):

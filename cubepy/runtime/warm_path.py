@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..ir.types import INDEX_MAX
+from ..ir.types import ARRAY_MAX
 from ..lang.types import LinesArg
 from .device_arrays import RAW_READERS
 
@@ -139,9 +139,9 @@ class _Writer:
             fails.append(f"r{i}")
         self._fail_if(" or ".join(fails))
         self.line(f"n{i} = {' * '.join(f's{i}[{axis}]' for axis in range(spec.ndim))}")
-        self._fail_if(f"n{i} > {INDEX_MAX}")
+        self._fail_if(f"n{i} > {ARRAY_MAX}")
         if spec.ndim > 1:     # an empty array may still have an axis too long to index
-            self._fail_if(f"not n{i} and max(s{i}) > {INDEX_MAX}")
+            self._fail_if(f"not n{i} and max(s{i}) > {ARRAY_MAX}")
         width = self._width(i)
         if width > 1:
             self._fail_if(f"s{i}[{spec.ndim - 1}] % {width}")

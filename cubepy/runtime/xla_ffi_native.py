@@ -17,11 +17,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..ir.types import ARRAY_MAX
 from . import xla_ffi as abi
 
 FAILURE = {"out_of_bounds": 1, "too_large": 2, "driver": 3}
 REPORT = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-INDEX_MAX = 2**31 - 1
 
 _F, _L, _B = abi._CallFrame, abi._List, abi._Buffer
 OFFSETS = {
@@ -119,7 +119,7 @@ class HandlerWriter:
     def require_indexable(self, kind: str, index: int, rank: int, position: int) -> None:
         """Fail (``too_large``, detail ``position``) if the buffer has more elements than i32 indexes."""
         count = self.elements(kind, index, rank)
-        self.fail_if(f"icmp ugt i64 {count}, {INDEX_MAX}", "too_large", str(position))
+        self.fail_if(f"icmp ugt i64 {count}, {ARRAY_MAX}", "too_large", str(position))
 
     def stream(self) -> str:
         """XLA's stream for this call (``XLA_FFI_Stream_Get`` of the frame's API)."""
@@ -175,7 +175,7 @@ def ffi_failure(kernel, out_of_bounds: Callable[[int], None]) -> Callable[[int, 
             elif code == FAILURE["too_large"]:
                 param = kernel.params[detail].name
                 message = (f"cubepy.errors.ArgumentValueError: in kernel '{kernel.name}': parameter '{param}' has more "
-                           f"than {INDEX_MAX} elements; kernels index with i32")
+                           f"than {ARRAY_MAX} elements; kernels index with i32")
             else:
                 message = f"in kernel '{kernel.name}': the device driver failed (error {detail})"
         except Exception as e:

@@ -147,3 +147,25 @@ def test_a_difference_of_two_bounded_values_is_not_proven(rng):
     assert _accesses(compiled)["sm"][1] == ()
     with pytest.raises(cb.OutOfBoundsError, match="array 'sm'"):
         compiled[1](x, poisoned(64, np.float32))
+
+
+@cb.kernel
+def strided(x: Array[f32], out: Mut[Array[f32]], stop: cb.i32):
+    for j in range(cb.UNIT_POS, stop, 2048):
+        out[cb.UNIT_POS] = x[j]
+
+
+def test_a_counter_that_could_wrap_keeps_its_sign_check():
+    """``counter += 2048`` wraps past 2**31 - 1 for a stop near it, so the counter is not known
+    to stay non-negative; a step of at most 1024 towards an extent is (arrays are that much shorter)."""
+    x = np.ones(10, np.float32)
+    compiled = strided.compile(x, x.copy(), 10, dim=4, device="interp")
+    assert _accesses(compiled)["x"] == [()]
+    from cubepy.ir.nodes import walk
+
+    ops = [op for op in walk(compiled.ir_module.body)
+           if op.opcode == "load" and op.attrs.get("array") == "x"]
+    assert all("nonneg" not in op.attrs for op in ops)
+    found = _accesses(rows.compile(np.ones((4, 100), np.float32), np.ones((4, 100), np.float32), dim=64,
+                                   device="interp"))
+    assert found["x"] == [(1,)]

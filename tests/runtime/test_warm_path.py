@@ -190,7 +190,7 @@ BAD_LINES = {
     "align": ((_x(0x10004), LINES_GOOD[1], 1.0), "misaligned"),
     "readonly": ((LINES_GOOD[0], _x(0x20000, readonly=True), 1.0), "read-only"),
     "dtype": ((_x(dtype=np.int32), LINES_GOOD[1], 1.0), "expects"),
-    "length": ((_x(n=2**31), LINES_GOOD[1], 1.0), "at most 2147483647"),
+    "length": ((_x(n=2**31), LINES_GOOD[1], 1.0), "at most 2147482624"),
 }
 MANY_GOOD = (FakeArray(0x10000, (1024,)), FakeArray(0x40000, (64, 2), np.float64), 4, 1, 2, 3, 1.0, False, 2.0)
 CASES = {**{k: (saxpy, LINES_GOOD, *v) for k, v in BAD_LINES.items()},
