@@ -19,7 +19,9 @@ class AnalysisMixin:
     def barrier(self, op: Op) -> bool:
         key = id(op)
         if key not in self._barrier:
-            self._barrier[key] = op.opcode == "sync_cube" or op.opcode in PLANE_OPS or any(
+            # the version switch of cube-level checks runs at cube level: each side is its own unit loops
+            self._barrier[key] = op.opcode == "sync_cube" or op.opcode in PLANE_OPS or op.attrs.get(
+                "cube_checks", False) or any(
                 self.barrier(o) for b in op.blocks for o in b.ops)
         return self._barrier[key]
 

@@ -66,6 +66,8 @@ class ExprMixin:
         ty = ltype(t)
         if code in UNARY:
             return self._unary(code, a[0], t)
+        if code in ("add", "sub", "mul") and op.attrs.get("nowrap") and t.dtype.is_signed and not t.dtype.is_float:
+            return fn.op(f"{code} nsw {ty} {a[0]}, {a[1]}")      # shown never to wrap (ir/cube_checks.py)
         if code in BINARY:
             return self._binary(code, a[0], a[1], t)
         if code == "fma":

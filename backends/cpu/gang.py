@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from cubepy.ir.nodes import Const, Op, Var, walk
+from cubepy.ir.nodes import Block, Const, Op, Var, walk
 
 from .common import PURE, RET, CpuCompileError
 from .llvmtext import const, ltype, mangle
@@ -252,7 +252,7 @@ class GangMixin:
         fn.emit(f"store {self._mty()} zeroinitializer, ptr {self.gone}")
         self.gloops: list = []
         self.gsteps: list = []
-        self._gdefs = getattr(self, "_gdefs", None) or self._def_ops()
+        self._gdefs = self._def_ops(ops)
         self.mask = m
         go = fn.label("g_go")
         fn.cbr(self._any(m), go, latch)
@@ -417,10 +417,11 @@ class GangMixin:
 
     # --- software prefetch ----------------------------------------------------------------
 
-    def _def_ops(self) -> dict:
-        """value id -> defining op; var id -> the ops storing to it."""
+    def _def_ops(self, ops: list[Op]) -> dict:
+        """value id -> defining op; var id -> the ops storing to it, in the region ``ops`` (a
+        versioned kernel stores each variable once per version)."""
         out: dict = {}
-        for o in walk(self.k.body):
+        for o in (inner for op in ops for inner in walk(Block([op]))):
             if o.result is not None:
                 out[o.result.id] = o
             if o.opcode == "store_var":

@@ -101,9 +101,19 @@ class Launch:
                 continue
             handler = HANDLERS.get(code)
             r = handler(self, op, mask) if handler else evaluate(op, [self.value(a) for a in op.args])
+            if op.attrs.get("nowrap"):
+                self._check_nowrap(op, mask)
             if op.result is not None:
                 self.env[op.result.id] = r
         return mask
+
+    def _check_nowrap(self, op: Op, mask) -> None:
+        """An op marked nowrap (ir/cube_checks.py) must not overflow i32 on any running unit."""
+        a, b = (np.broadcast_to(np.asarray(self.value(x), np.int64), mask.shape)[mask] for x in op.args[:2])
+        exact = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op.opcode](a, b)
+        if exact.size and (exact.min() < -2**31 or exact.max() > 2**31 - 1):
+            raise AssertionError(f"kernel '{self.kernel.name}': {op.opcode} marked nowrap overflows i32 "
+                                 f"({int(exact.min())}..{int(exact.max())}): an unsound cube-level test")
 
     def _if(self, op: Op, mask):
         cond = self.value(op.args[0])

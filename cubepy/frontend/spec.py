@@ -37,6 +37,8 @@ class KernelSpec:
     plane_dim: int
     checked: bool = True
     fastmath: str | None = None
+    checks_per_cube: bool = False      # test affine indices once per cube (cubepy.ir.cube_checks)
 
     def key(self) -> tuple:
-        return (tuple(p.key() for p in self.params), self.cube_dim, self.plane_dim, self.checked, self.fastmath)
+        return (tuple(p.key() for p in self.params), self.cube_dim, self.plane_dim, self.checked, self.fastmath,
+                self.checks_per_cube)

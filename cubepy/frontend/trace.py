@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import CubeIndexError, CubeSyntaxError, CubeTypeError, CubeValueError
 from ..ir.bounds import prove_in_bounds
 from ..ir.builder import Builder
+from ..ir.cube_checks import check_per_cube
 from ..ir.nodes import Block, Buffer, Const, Kernel, ScalarParam
 from ..ir.passes import eliminate_dead_code, lower_bounds_checks
 from ..ir.types import INDEX, INDEX_MAX, Type, wide_index_dtype
@@ -263,6 +264,8 @@ def trace_kernel(fn, spec: KernelSpec, name: str | None = None) -> Kernel:
     verify(kernel)
     analyze_uniformity(kernel)
     prove_in_bounds(kernel)
+    if spec.checks_per_cube and spec.checked:
+        check_per_cube(kernel)
     lower_bounds_checks(kernel)
     eliminate_dead_code(kernel)
     verify(kernel)

@@ -177,7 +177,7 @@ UNARY = {
     "floor": "round down (floats)", "ceil": "round up (floats)",
 }
 BINARY = {
-    "add": "a + b", "sub": "a - b", "mul": "a * b",
+    "add": "a + b", "sub": "a - b", "mul": "a * b",   # attrs nowrap: shown never to overflow (ir/cube_checks.py)
     "div": "a / b (floats only; the frontend casts integers to a float type first)",
     "floordiv": "Python's a // b: rounds toward -inf; integer division by zero gives 0",
     "mod": "Python's a % b: the sign of b; integer modulo by zero gives 0",
@@ -222,7 +222,8 @@ OPCODES: dict[str, str] = {
     "load_var": "args (var,)", "store_var": "args (var, value)",
     "sync_cube": "barrier: every unit of the cube arrives before any goes on; orders shared memory",
     **{k: "plane op: see docs/design.md, Plane operations" for k in PLANE_OPS},
-    "if": "args (cond,), blocks (then, else)",
+    "if": "args (cond,), blocks (then, else). attrs cube_checks: the condition is the same for every "
+    "unit of the cube and the sides are one body with and without some bounds checks (ir/cube_checks.py)",
     "for": "args (start, stop, step), attrs var: Var(i32) holding the counter; blocks (body,). "
     "var = start; while (step > 0 ? var < stop : var > stop) { body; var += step }",
     "loop": "blocks (body,): repeat until `break`",

@@ -27,6 +27,9 @@ class DeviceProperties:
     vector_widths: tuple[int, ...] = (1, 2, 4, 8, 16)
     compute_units: int = 1
     features: frozenset[str] = field(default_factory=frozenset)
+    # bounds checks of affine indices tested once per cube (cubepy.ir.cube_checks): backends
+    # running a cube's units in a loop on one thread, where the test is paid once per cube
+    checks_per_cube: bool = False
 
     def supports(self, feature: str) -> bool:
         """Whether a feature flag (``"fp64"``, ``"fp16"``, ``"bf16"``, ``"plane_ops"``,

@@ -1,0 +1,445 @@
+"""Bounds checks once per cube instead of once per access (for backends that run a cube's units in
+a loop on one thread: the CPU).
+
+An index computed by adds, subtracts and multiplications by cube-uniform values (parameters,
+shapes, cube positions, constants) from unit positions and loop counters ranges over an interval
+that is known when the cube starts. `check_per_cube` computes every such interval once, at the top
+of the kernel, and versions the body::
+
+    if every interval lies inside its extent:  the body, those accesses unchecked
+    else:                                      the body as it was, every access checked
+
+so a cube whose accesses are all in bounds runs the unchecked code, which vectorizes, and any
+other cube runs exactly the checked code it ran before: the same report, the same skipped access.
+Guards narrow the intervals: under ``if i < n`` (or after ``if i >= n: return``) ``i`` is at most
+``n - 1``, so ``y[i]`` tests ``n <= len(y)`` and the last cube of a ragged launch passes too.
+
+Soundness. The intervals come from interval arithmetic in i64 on every op of an index's
+computation, and the test also requires each op's interval to lie inside i32. Each op's inputs
+are then inside i32, so nothing overflows i64, and by induction no op wraps: every value is the
+exact one and lies in its interval. The fast side marks those ops ``nowrap`` (the CPU emits them
+as ``nsw``, which lets LLVM see consecutive addresses). A loop counter lies in
+``[least start, greatest stop - 1]`` while ``counter += step`` cannot wrap, which the test
+requires (a positive constant step only). A guard's bound holds for the units past the guard,
+and an op's own i32 test uses the guards where the op runs, which the uses of its value are
+inside of.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .nodes import BINARY, COMPARE, UNARY, Block, Const, Kernel, Op, Value, walk
+from .types import INDEX, Type, bool_, i64
+
+_CHECKED = ("load", "store", "atomic")
+_LEAF_BUILTINS = ("cube_pos_x", "cube_pos_y", "cube_pos_z", "cube_dim_x", "cube_dim_y", "cube_dim_z",
+                  "cube_count_x", "cube_count_y", "cube_count_z", "plane_dim")
+_UNIT_BUILTINS = ("unit_pos_x", "unit_pos_y", "unit_pos_z", "unit_pos_plane")
+_PURE = set(UNARY) | set(BINARY) | set(COMPARE) | {"fma", "select", "cast"}
+_CHAIN = ("add", "sub", "neg", "mul", "shl", "cast")
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+_FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+         "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+
+
+def _i32(t: Type) -> bool:
+    return t == Type(INDEX)
+
+
+@dataclass
+class _Loop:
+    start: Value
+    stop: Value
+    step: int
+    caps: tuple = ()             # the guards where the loop starts
+
+
+@dataclass
+class _Scope:
+    vars: dict = field(default_factory=dict)        # var id -> the value of its last store on this path
+    # guards on this path: value id -> (lower bounds, upper bounds), cube-uniform values v with
+    # v <= value resp. value <= v for every unit that gets here ("if i < n" caps i at n - 1)
+    caps: dict = field(default_factory=dict)
+
+    def child(self) -> _Scope:
+        return _Scope(dict(self.vars), dict(self.caps))
+
+    def key(self) -> tuple:
+        return tuple(sorted(self.caps.items()))
+
+    def cap(self, v: Value, lower, upper) -> None:
+        lo, hi = self.caps.get(v.id, ((), ()))
+        self.caps[v.id] = (lo + ((lower,) if lower is not None else ()), hi + ((upper,) if upper is not None else ()))
+
+
+class _Analysis:
+    """Which i32 values have an interval over the cube, and the accesses whose indices all do."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.defs: dict[int, Op] = {op.result.id: op for op in walk(kernel.body) if op.result is not None}
+        self.uniform: set[int] = set()
+        self.sources: dict[int, tuple] = {}         # value id -> ("op", op) | ("unit", name) | ("counter", loop)
+        self.hoisted: list[tuple[Op, list[int], tuple]] = []      # (access, dims, caps where it runs)
+        self.def_caps: dict[int, tuple] = {}        # value id -> caps where it is computed
+        self.stored_vars = {op.args[0].id for op in walk(kernel.body) if op.opcode == "store_var"}
+
+    def known(self, v) -> bool:
+        if isinstance(v, Const):
+            return isinstance(v.value, int) and not isinstance(v.value, bool) and _i32(v.type)
+        return isinstance(v, Value) and (v.id in self.uniform or v.id in self.sources)
+
+    def _uniform_op(self, op: Op) -> bool:
+        code = op.opcode
+        if code in ("param", "shape"):
+            return True
+        if code == "builtin":
+            return op.attrs.get("name") in _LEAF_BUILTINS
+        return code in _PURE and all(isinstance(a, Const) or (isinstance(a, Value) and a.id in self.uniform)
+                                     for a in op.args)
+
+    def value(self, op: Op, scope: _Scope) -> None:
+        r = op.result
+        if r is None:
+            return
+        if self._uniform_op(op):
+            self.uniform.add(r.id)
+            return
+        if not _i32(r.type):
+            return
+        code, args = op.opcode, op.args
+        if code == "builtin" and op.attrs.get("name") in _UNIT_BUILTINS:
+            self.sources[r.id] = ("unit", op.attrs["name"])
+        elif code == "load_var":
+            stored = scope.vars.get(args[0].id)
+            if stored is not None:
+                self.sources[r.id] = ("alias", stored)
+        elif code in _CHAIN and all(self.known(a) for a in args):
+            uniform_operand = any(isinstance(a, Const) or a.id in self.uniform for a in args)
+            if code == "mul" and not uniform_operand:
+                return
+            if code == "shl" and not (isinstance(args[1], Const) and 0 <= args[1].value < 31):
+                return
+            if code == "cast" and not _i32(args[0].type):
+                return
+            self.sources[r.id] = ("op", op)
+            self.def_caps[r.id] = scope.key()
+
+    # --- guards -------------------------------------------------------------------------------
+
+    _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+    _NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
+
+    def assume(self, cond, truth: bool, scope: _Scope) -> None:
+        """Caps that hold where ``cond`` is ``truth``: from compares of a tracked i32 value with a
+        cube-uniform one, through ``and`` (true) and ``not``."""
+        op = self.defs.get(cond.id) if isinstance(cond, Value) and not isinstance(cond, Const) else None
+        if op is None:
+            return
+        code = op.opcode
+        if code == "not":
+            self.assume(op.args[0], not truth, scope)
+        elif code == "and" and truth:
+            self.assume(op.args[0], True, scope)
+            self.assume(op.args[1], True, scope)
+        elif code == "or" and not truth:
+            self.assume(op.args[0], False, scope)
+            self.assume(op.args[1], False, scope)
+        elif code in self._FLIP and all(_i32(a.type) for a in op.args):
+            a, b = op.args
+            if not truth:
+                code = self._NEGATE[code]
+            if self.uniform_operand(a) and self.known(b) and not self.uniform_operand(b):
+                a, b, code = b, a, self._FLIP[code]
+            if not (self.uniform_operand(b) and self.known(a) and not self.uniform_operand(a)):
+                return
+            # a <code> b, b cube-uniform: store bounds as (value, offset): a <= b - 1 for "lt"
+            if code == "lt":
+                scope.cap(a, None, (b, -1))
+            elif code == "le":
+                scope.cap(a, None, (b, 0))
+            elif code == "gt":
+                scope.cap(a, (b, 1), None)
+            else:
+                scope.cap(a, (b, 0), None)
+
+    def uniform_operand(self, v) -> bool:
+        return isinstance(v, Const) or (isinstance(v, Value) and v.id in self.uniform)
+
+    # --- walking ------------------------------------------------------------------------------
+
+    def block(self, block: Block, scope: _Scope) -> None:
+        for op in block.ops:
+            code = op.opcode
+            if code == "store_var":
+                if self.known(op.args[1]):
+                    scope.vars[op.args[0].id] = op.args[1]
+                else:
+                    scope.vars.pop(op.args[0].id, None)
+            elif code == "if":
+                for truth, b in zip((True, False), op.blocks):
+                    inner = scope.child()
+                    self.assume(op.args[0], truth, inner)
+                    self.block(b, inner)
+                _forget_stored(op, scope)
+                if _always_leaves(op.blocks[0]) and (len(op.blocks) < 2 or not op.blocks[1].ops):
+                    self.assume(op.args[0], False, scope)     # "if i >= n: return" guards the rest
+            elif code == "for":
+                self._for(op, scope)
+            elif code == "loop":
+                inner = scope.child()
+                _forget_stored(op, inner)
+                self.block(op.blocks[0], inner)
+                _forget_stored(op, scope)
+            else:
+                self.value(op, scope)
+                if code in _CHECKED and op.attrs.get("checked"):
+                    self._access(op, scope)
+
+    def _for(self, op: Op, scope: _Scope) -> None:
+        start, stop, step = op.args[:3]
+        counter = op.attrs["var"]
+        inner = scope.child()
+        _forget_stored(op, inner)
+        if (self.known(start) and self.known(stop) and isinstance(step, Const) and isinstance(step.value, int)
+                and step.value > 0 and counter.id not in self.stored_vars):
+            marker = Value(Type(INDEX), f"{counter.name}_in_cube")
+            self.sources[marker.id] = ("counter", _Loop(start, stop, step.value, scope.key()))
+            inner.vars[counter.id] = marker
+        self.block(op.blocks[0], inner)
+        _forget_stored(op, scope)
+
+    def _access(self, op: Op, scope: _Scope) -> None:
+        buf = op.args[0]
+        ndim = buf.ndim if buf.shape is None else len(buf.shape)
+        proven = op.attrs.get("proven", ())
+        dims = [dim for dim, index in enumerate(op.args[1:1 + ndim])
+                if dim not in proven and _i32(index.type) and self.known(index)]
+        if dims:
+            self.hoisted.append((op, dims, scope.key()))
+
+
+def _always_leaves(block: Block) -> bool:
+    """Whether every unit running ``block`` leaves the kernel at its end (it ends in a return)."""
+    return bool(block.ops) and block.ops[-1].opcode == "return"
+
+
+def _forget_stored(op: Op, scope: _Scope) -> None:
+    for b in op.blocks:
+        for inner in walk(b):
+            if inner.opcode == "store_var":
+                scope.vars.pop(inner.args[0].id, None)
+
+
+# --- the test at the top of the kernel ----------------------------------------------------------
+
+class _Emitter:
+    """Builds the test as IR ops: i64 interval arithmetic on clones of the cube-uniform values."""
+
+    def __init__(self, analysis: _Analysis):
+        self.a = analysis
+        self.ops: list[Op] = []
+        self.cloned: dict[int, Value] = {}
+        self.intervals: dict[int, tuple] = {}
+        self.memo: dict = {}
+        self.conds: list[Value] = []
+        self.nowrap: set[int] = set()               # ids of ops the test shows never wrap
+        self.fitted: set[int] = set()
+        self.wide = Type(i64)
+
+    def emit(self, opcode: str, args: tuple, type_: Type, **attrs) -> Value:
+        key = (opcode, tuple(_key(a) for a in args), repr(sorted(attrs.items())), type_)
+        if key not in self.memo:
+            result = Value(type_)
+            self.ops.append(Op(opcode, args, result, attrs))
+            self.memo[key] = result
+        return self.memo[key]
+
+    def clone(self, v):
+        """The cube-uniform value ``v``, recomputed at the top of the kernel."""
+        if isinstance(v, Const):
+            return v
+        if v.id not in self.cloned:
+            op = self.a.defs[v.id]
+            args = tuple(self.clone(x) if isinstance(x, Value) else x for x in op.args)
+            self.cloned[v.id] = self.emit(op.opcode, args, op.result.type, **op.attrs)
+        return self.cloned[v.id]
+
+    def wide_const(self, n: int) -> Const:
+        return Const(n, self.wide)
+
+    def binary(self, code: str, a: Value, b: Value) -> Value:
+        if code in ("add", "sub") and isinstance(b, Const) and b.value == 0:
+            return a
+        if code == "mul" and isinstance(b, Const) and b.value == 1:
+            return a
+        if isinstance(a, Const) and isinstance(b, Const) and code in _FOLD:
+            value = _FOLD[code](a.value, b.value)
+            return Const(value, Type(bool_) if isinstance(value, bool) else self.wide)
+        return self.emit(code, (a, b), Type(bool_) if code in COMPARE or code == "and" else self.wide)
+
+    def select(self, cond: Value, a: Value, b: Value) -> Value:
+        if isinstance(cond, Const):
+            return a if cond.value else b
+        return self.emit("select", (cond, a, b), self.wide)
+
+    def ordered(self, p: Value, q: Value) -> tuple[Value, Value]:
+        smaller = self.binary("le", p, q)
+        return self.select(smaller, p, q), self.select(smaller, q, p)
+
+    def inside_i32(self, lo: Value, hi: Value) -> None:
+        self.conds += [self.binary("ge", lo, self.wide_const(_INT32_MIN)),
+                       self.binary("le", hi, self.wide_const(_INT32_MAX))]
+
+    def interval(self, v, caps: tuple) -> tuple[Value, Value]:
+        """Least and greatest value of ``v`` for the units of the cube that pass the guards
+        ``caps`` (the tests this needs are appended to ``conds``)."""
+        if isinstance(v, Const):
+            exact = self.wide_const(v.value)
+            return exact, exact
+        if v.id in self.a.uniform:
+            exact = self.emit("cast", (self.clone(v),), self.wide)
+            return exact, exact
+        key = (v.id, caps)
+        if key not in self.intervals:
+            source = self.a.sources[v.id]
+            if source[0] == "op":
+                self.fits(source[1])
+            lo, hi = self._interval(source, caps)
+            lowers, uppers = dict(caps).get(v.id, ((), ()))
+            for bound, offset in lowers:
+                lo = self.extreme("max", lo, self.binary("add", self.interval(bound, ())[0], self.wide_const(offset)))
+            for bound, offset in uppers:
+                hi = self.extreme("min", hi, self.binary("add", self.interval(bound, ())[0], self.wide_const(offset)))
+            self.intervals[key] = lo, hi
+        return self.intervals[key]
+
+    def extreme(self, which: str, a: Value, b: Value) -> Value:
+        first = self.binary("le" if which == "min" else "ge", a, b)
+        return self.select(first, a, b)
+
+    def fits(self, op: Op) -> None:
+        """Test once that ``op`` stays inside i32 wherever it runs; then it is marked nowrap."""
+        if id(op) in self.fitted:
+            return
+        self.fitted.add(id(op))
+        lo, hi = self.interval(op.result, self.a.def_caps[op.result.id])
+        self.inside_i32(lo, hi)
+        if op.opcode in ("add", "sub", "mul"):
+            self.nowrap.add(id(op))
+
+    def _interval(self, source: tuple, caps: tuple) -> tuple[Value, Value]:
+        kind = source[0]
+        if kind == "alias":
+            return self.interval(source[1], caps)
+        if kind == "unit":
+            name = source[1]
+            last = self.a.kernel.plane_dim - 1 if name == "unit_pos_plane" else \
+                self.a.kernel.cube_dim["xyz".index(name[-1])] - 1
+            return self.wide_const(0), self.wide_const(last)
+        if kind == "counter":
+            loop = source[1]
+            start_lo, _ = self.interval(loop.start, loop.caps)
+            _, stop_hi = self.interval(loop.stop, loop.caps)
+            # counter += step never wraps: every unit's stop is at most INT32_MAX - step + 1
+            self.conds.append(self.binary("le", stop_hi, self.wide_const(_INT32_MAX - loop.step + 1)))
+            return start_lo, self.binary("sub", stop_hi, self.wide_const(1))
+        op = source[1]
+        code, args = op.opcode, op.args
+        if code == "cast":
+            return self.interval(args[0], caps)
+        if code == "neg":
+            lo, hi = self.interval(args[0], caps)
+            return self.binary("sub", self.wide_const(0), hi), self.binary("sub", self.wide_const(0), lo)
+        if code == "shl":
+            lo, hi = self.interval(args[0], caps)
+            scale = self.wide_const(1 << args[1].value)
+            return self.binary("mul", lo, scale), self.binary("mul", hi, scale)
+        (alo, ahi), (blo, bhi) = self.interval(args[0], caps), self.interval(args[1], caps)
+        if code == "add":
+            return self.binary("add", alo, blo), self.binary("add", ahi, bhi)
+        if code == "sub":
+            return self.binary("sub", alo, bhi), self.binary("sub", ahi, blo)
+        # mul, one side cube-uniform (its interval is one value)
+        (vlo, vhi), c = ((alo, ahi), blo) if self.a.uniform_operand(args[1]) else ((blo, bhi), alo)
+        return self.ordered(self.binary("mul", vlo, c), self.binary("mul", vhi, c))
+
+    def extent(self, buf, dim: int) -> Value:
+        if buf.shape is not None:
+            return self.wide_const(buf.shape[dim])
+        shape = self.emit("shape", (buf,), Type(INDEX), dim=dim)
+        return self.emit("cast", (shape,), self.wide)
+
+    def all_of(self) -> Value:
+        out = Const(True, Type(bool_))
+        for c in self.conds:
+            if isinstance(c, Const):
+                if not c.value:
+                    return c
+                continue
+            out = c if isinstance(out, Const) else self.emit("and", (out, c), Type(bool_))
+        return out
+
+
+def _key(a):
+    if isinstance(a, Const):
+        return ("const", a.value, a.type)
+    if isinstance(a, Value):
+        return ("value", a.id)
+    return ("other", id(a))
+
+
+def _clone_block(block: Block, mapping: dict[int, Value]) -> Block:
+    out = []
+    for op in block.ops:
+        args = tuple(mapping.get(a.id, a) if isinstance(a, Value) and not isinstance(a, Const) else a
+                     for a in op.args)
+        result = None
+        if op.result is not None:
+            result = Value(op.result.type, op.result.name)
+            mapping[op.result.id] = result
+        blocks = tuple(_clone_block(b, mapping) for b in op.blocks)
+        out.append(Op(op.opcode, args, result, dict(op.attrs), blocks, op.loc))
+    return Block(out)
+
+
+def _mark(op: Op, dims: tuple, nowrap: bool) -> None:
+    if dims:
+        op.attrs["proven"] = tuple(sorted(set(op.attrs.get("proven", ())) | set(dims)))
+    if nowrap:
+        op.attrs["nowrap"] = True
+
+
+def check_per_cube(kernel: Kernel) -> int:
+    """Version ``kernel``'s body on one range test per cube (see the module docstring). Run after
+    `cubepy.ir.bounds.prove_in_bounds` and before `cubepy.ir.passes.lower_bounds_checks`.
+    Returns how many access dimensions the fast version leaves unchecked."""
+    analysis = _Analysis(kernel)
+    analysis.block(kernel.body, _Scope())
+    if not analysis.hoisted:
+        return 0
+    emitter = _Emitter(analysis)
+    hoisted: dict[int, tuple] = {}
+    for op, dims, caps in analysis.hoisted:
+        buf, nonneg = op.args[0], op.attrs.get("nonneg", ())
+        for dim in dims:
+            lo, hi = emitter.interval(op.args[1 + dim], caps)
+            if dim not in nonneg:
+                emitter.conds.append(emitter.binary("ge", lo, emitter.wide_const(0)))
+            emitter.conds.append(emitter.binary("lt", hi, emitter.extent(buf, dim)))
+        hoisted[id(op)] = tuple(dims)
+    ok = emitter.all_of()
+    count = sum(len(d) for d in hoisted.values())
+    if isinstance(ok, Const):            # decided at compile time: no version switch
+        if not ok.value:
+            return 0
+        for op in walk(kernel.body):
+            _mark(op, hoisted.get(id(op), ()), id(op) in emitter.nowrap)
+        return count
+    fast = _clone_block(kernel.body, {})
+    for original, copy in zip(list(walk(kernel.body)), walk(fast)):
+        _mark(copy, hoisted.get(id(original), ()), id(original) in emitter.nowrap)
+    loc = kernel.body.ops[0].loc if kernel.body.ops else None
+    kernel.body = Block([*emitter.ops, Op("if", (ok,), None, {"cube_checks": True}, (fast, kernel.body), loc)])
+    return count

@@ -1,0 +1,143 @@
+"""Bounds checks tested once per cube (cubepy.ir.cube_checks): the CPU's versioned kernels give the
+answers and the out-of-bounds reports of per-access checks, on every kind of affine index and on
+parameters chosen to make the 32-bit arithmetic wrap. The interpreter runs the versioned IR with
+its proof oracle on (a proven access out of bounds is an AssertionError), so an unsound interval
+fails here even where the memory it would touch is harmless."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cubepy as cb
+from cubepy import Array, Mut, f32, i32
+from cubepy.ir.nodes import walk
+from tests.conftest import poisoned
+
+PER_CUBE = {"interp-per-cube": lambda: cb.device("interp", checks_per_cube=True), "cpu": lambda: cb.device("cpu")}
+
+
+def _switch(compiled) -> list:
+    return [op for op in walk(compiled.ir_module.body) if op.opcode == "if" and op.attrs.get("cube_checks")]
+
+
+@cb.kernel
+def triad(x: Array[f32], y: Array[f32], z: Mut[Array[f32]], a: f32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        z[i] = x[i] + a * y[i]
+
+
+@cb.kernel
+def affine(x: Array[f32], out: Mut[Array[f32]], c: i32, d: i32):
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i * c + d]
+
+
+@cb.kernel
+def window(x: Array[f32], out: Mut[Array[f32]], start: i32, stop: i32, e: i32, d: i32):
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        s = f32(0.0)
+        for j in range(start, stop):
+            s += x[i + j * e + d]
+        out[i] = s
+
+
+@cb.kernel
+def tile2d(x: Array[f32], out: Mut[Array[f32]], c: i32, d: i32):
+    k = cb.UNIT_POS_Y * c + cb.UNIT_POS_X + d
+    out[cb.ABSOLUTE_POS] = x[k]
+
+
+def _outcome(kernel, count, dim, args, dev):
+    """What a launch leaves: the outputs, or the out-of-bounds report's text."""
+    dev = cb.device(dev) if isinstance(dev, str) else dev
+    try:
+        kernel[count, dim](*args, device=dev)
+        dev.synchronize()
+    except cb.OutOfBoundsError as err:
+        return "error", str(err).splitlines()[0]
+    return "ok", [a.copy() for a in args if isinstance(a, np.ndarray)]
+
+
+def _same(a, b) -> None:
+    assert a[0] == b[0], (a, b)
+    if a[0] == "error":
+        assert a[1] == b[1]
+    else:
+        for p, q in zip(a[1], b[1]):
+            np.testing.assert_array_equal(p, q)
+
+
+def test_an_elementwise_kernel_is_versioned_and_its_fast_side_has_no_check():
+    x = np.ones(1000, np.float32)
+    compiled = triad.compile(x, x, x.copy(), 2.0, dim=256, device=cb.device("interp", checks_per_cube=True))
+    switch, = _switch(compiled)
+    fast, slow = switch.blocks
+    assert not any(op.opcode == "report_oob" for op in walk(fast))
+    assert sum(op.opcode == "report_oob" for op in walk(slow)) == 2            # y and z
+    plain = triad.compile(x, x, x.copy(), 2.0, dim=256, device="interp")
+    assert not _switch(plain)
+
+
+@pytest.mark.parametrize("name", PER_CUBE)
+@pytest.mark.parametrize("n, ny", [(1000, 1000), (1000, 999), (1024, 1024), (1000, 1200)])
+def test_ragged_and_short_arrays_give_the_per_access_answer(name, n, ny, rng):
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(ny).astype(np.float32)
+    args = lambda: (x, y, poisoned(n, np.float32), np.float32(1.5))         # noqa: E731
+    count = (n + 255) // 256
+    _same(_outcome(triad, count, 256, args(), PER_CUBE[name]()), _outcome(triad, count, 256, args(), "interp"))
+
+
+# values that put an index at the edges: small, negative, and large enough to wrap i32
+EDGES = (0, 1, -1, 2, 3, -3, 7, 63, 64, -64, 1 << 16, (1 << 30) + 1, (1 << 31) - 1, -(1 << 31), -(1 << 31) + 5)
+
+
+def _pick(rng, n: int) -> list[int]:
+    return [int(v) for v in rng.choice(EDGES, n)]
+
+
+@pytest.mark.parametrize("name", PER_CUBE)
+def test_affine_indices_at_the_edges_of_i32(name, rng):
+    dev = PER_CUBE[name]()
+    x = rng.standard_normal(200).astype(np.float32)
+    for _ in range(40):
+        c, d = _pick(rng, 2)
+        args = lambda: (x, poisoned(50, np.float32), c, d)            # noqa: E731
+        _same(_outcome(affine, 4, 16, args(), dev), _outcome(affine, 4, 16, args(), "interp"))
+
+
+@pytest.mark.parametrize("name", PER_CUBE)
+def test_loop_counters_at_the_edges_of_i32(name, rng):
+    dev = PER_CUBE[name]()
+    x = rng.standard_normal(300).astype(np.float32)
+    for _ in range(40):
+        start, e, d = _pick(rng, 3)
+        stop = start + int(rng.integers(-2, 5))            # a few iterations, or none
+        if not -(1 << 31) <= stop < (1 << 31):
+            continue
+        args = lambda: (x, poisoned(40, np.float32), start, stop, e, d)          # noqa: E731
+        _same(_outcome(window, 3, 16, args(), dev), _outcome(window, 3, 16, args(), "interp"))
+
+
+@pytest.mark.parametrize("name", PER_CUBE)
+def test_two_dimensional_unit_positions(name, rng):
+    dev = PER_CUBE[name]()
+    x = rng.standard_normal(128).astype(np.float32)
+    for c, d in [(8, 0), (8, 1), (16, 0), (8, -1), (-8, 127), (1 << 30, 0)]:
+        args = lambda: (x, poisoned(64, np.float32), c, d)             # noqa: E731
+        _same(_outcome(tile2d, 2, (8, 4), args(), dev), _outcome(tile2d, 2, (8, 4), args(), "interp"))
+
+
+def test_a_loop_kernel_is_versioned_and_sums_right(rng):
+    x = rng.standard_normal(300).astype(np.float32)
+    out = poisoned(40, np.float32)
+    dev = cb.device("interp", checks_per_cube=True)
+    compiled = window.compile(x, out, 0, 16, 1, 0, dim=16, device=dev)
+    assert _switch(compiled)
+    compiled[3](x, out, 0, 16, 1, 0)
+    expected = np.array([x[i:i + 16].sum(dtype=np.float32) for i in range(40)], np.float32)
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
