@@ -6,8 +6,9 @@ import sys
 
 
 class PlainProgress:
-    def __init__(self, total: int, stream=sys.stderr):
-        self.total, self.done, self.stream = total, 0, stream
+    def __init__(self, total: int, stream=None):
+        # sys.stderr looked up now, not at import: a test may have replaced it since
+        self.total, self.done, self.stream = total, 0, stream if stream is not None else sys.stderr
 
     def step(self, label: str) -> None:
         self.done += 1

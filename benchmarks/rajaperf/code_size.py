@@ -1,0 +1,93 @@
+"""What checked mode adds to each RAJAPerf kernel's code, counted statically (no GPU needed).
+
+    python -m benchmarks.rajaperf.code_size [--sass]
+
+For the plain port of every app, checked and unchecked: the bounds checks left after the trace-time
+proofs (`cubepy.ir.bounds`), and the PTX nvcc makes for sm_90 (instructions, global loads,
+compares, branches). ``--sass`` also counts SASS instructions with cuobjdump where it exists (the
+GPU machine). The IR is specialized for 32-lane planes on the interpreter, as CUDA specializes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from cubepy.backends.cstyle import CUDA, render
+
+import cubepy as cb
+
+from .apps import APPS
+
+SIZE = 100_000
+
+
+def _walk(block):
+    for op in block.ops:
+        yield op
+        for inner in op.blocks:
+            yield from _walk(inner)
+
+
+def _ptx_counts(ptx: str) -> dict[str, int]:
+    body = [line.strip() for line in ptx.splitlines()]
+    instructions = [s for s in body if s and not s.startswith(("//", ".", "{", "}", "$")) and s.endswith(";")]
+    return {"ptx": len(instructions),
+            "ld.global": sum(bool(re.match(r"ld\.global", s)) for s in instructions),
+            "setp": sum(s.startswith("setp") for s in instructions),
+            "bra": sum(bool(re.match(r"(@%p\d+ )?bra", s)) for s in instructions)}
+
+
+def _sass_count(cubin: Path) -> int | None:
+    tool = shutil.which("cuobjdump")
+    if tool is None:
+        return None
+    listing = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    return sum(bool(re.match(r"\s*/\*[0-9a-f]{4}\*/", line)) for line in listing.splitlines())
+
+
+def count(kernel_ir, folder: Path, sass: bool) -> dict:
+    checks = sum(op.opcode == "report_oob" for op in _walk(kernel_ir.body))
+    source = folder / f"{kernel_ir.name}.cu"
+    source.write_text(render(kernel_ir, CUDA).source)
+    nvcc = ["nvcc", "-arch=sm_90", "-std=c++17", "-w"]
+    subprocess.run([*nvcc, "-ptx", str(source), "-o", str(source.with_suffix(".ptx"))], check=True)
+    row = {"checks": checks, **_ptx_counts(source.with_suffix(".ptx").read_text())}
+    if sass:
+        subprocess.run([*nvcc, "-cubin", str(source), "-o", str(source.with_suffix(".cubin"))], check=True)
+        row["sass"] = _sass_count(source.with_suffix(".cubin"))
+    return row
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sass", action="store_true", help="count SASS with cuobjdump too")
+    parser.add_argument("--per-cube", action="store_true", help="checks tested once per cube (as on the CPU)")
+    opts = parser.parse_args(argv)
+    if shutil.which("nvcc") is None:
+        raise SystemExit("nvcc is not on PATH")
+    device = cb.device("interp", plane_dim=32, checks_per_cube=opts.per_cube)
+    columns = ["checks", "ptx", "ld.global", "setp", "bra"] + (["sass"] if opts.sass else [])
+    print(f"{'kernel':<24}" + "".join(f"{c + ' u/c':>16}" for c in columns))
+    with tempfile.TemporaryDirectory() as tmp:
+        for app in APPS.values():
+            problem = app.set_up(SIZE)
+            arrays = problem.copy_arrays()
+            for launch in app.plain(problem, arrays, device, checked=True).launches:
+                rows = {}
+                for checked in (False, True):
+                    compiled = launch.kernel.compile(*launch.args, dim=launch.dim, count=launch.count,
+                                                     device=device, checked=checked)
+                    folder = Path(tmp) / ("checked" if checked else "unchecked")
+                    folder.mkdir(exist_ok=True)
+                    rows[checked] = count(compiled.ir_module, folder, opts.sass)
+                cells = "".join(f"{f'{rows[False][c]} / {rows[True][c]}':>16}" for c in columns)
+                print(f"{app.name + ' ' + launch.kernel.__name__:<24}{cells}")
+
+
+if __name__ == "__main__":
+    main()
