@@ -4,7 +4,8 @@ Plane operations run on the device's sub-group builtins where it has them (``cl_
 with ``cl_khr_subgroup_shuffle`` and ``cl_khr_subgroup_ballot`` for shuffles and ballots) and its
 sub-group size is the plane size; each op it lacks, and every op on other devices, is emulated
 through local memory. The plane size is the sub-group size a probe kernel gets, else the
-preferred work-group size multiple, or ``plane_dim=`` given to ``cb.device("opencl", plane_dim=...)``.
+preferred work-group size multiple, or ``plane_dim=`` given to ``cb.device("opencl", plane_dim=...)``;
+``build_options=("-cl-opt-disable",)`` adds compiler options (the fuzzer compiles faster so).
 A compiled kernel whose sub-groups come out another size is rendered again, emulated. Emulated
 plane ops use work-group barriers, so on this backend they must be reached by every unit of the
 cube (cube-uniform control flow). Neither PoCL's CPU device nor NVIDIA's driver has sub-groups:
@@ -47,6 +48,7 @@ class _DeviceState:
     context: Any
     queue: Any
     dialect: Dialect = OPENCL          # with the sub-group builtins this device has, if any
+    build_options: tuple = ()          # more compiler options, e.g. -cl-opt-disable to compile faster
 
 
 @dataclass(eq=False)
@@ -136,7 +138,8 @@ class OpenCLBackend:
 
     # --- devices ------------------------------------------------------------------------
 
-    def probe(self, index: int = 0, platform: int | None = None, plane_dim: int | None = None, **_) -> DeviceProperties:
+    def probe(self, index: int = 0, platform: int | None = None, plane_dim: int | None = None,
+              build_options: tuple = (), **_) -> DeviceProperties:
         cl = _cl()
         import pyopencl.array
 
@@ -172,14 +175,17 @@ class OpenCLBackend:
             features.add("fp16")
         sizes = tuple(int(s) for s in dev.max_work_item_sizes) + (1, 1)
         props = DeviceProperties(
-            name=f"{dev.name.strip()} [{pi}:{index}]", backend=self.name, plane_dim=plane_dim,
+            name=f"{dev.name.strip()} [{pi}:{index}]" + "".join(f" {o}" for o in build_options), backend=self.name,
+            plane_dim=plane_dim,
             plane_size_min=plane_dim, plane_size_max=plane_dim,
             max_units_per_cube=int(dev.max_work_group_size), max_cube_dim=sizes[:3],
             max_cube_count=(2**31 - 1, 2**31 - 1, 2**31 - 1),
             shared_memory_per_cube=int(dev.local_mem_size) - 8 * int(dev.max_work_group_size),
             vector_widths=(1, 2, 4, 8, 16), compute_units=int(dev.max_compute_units),
             features=frozenset(features))
-        self._states[props] = _DeviceState(dev, ctx, queue, dialect)
+        if isinstance(build_options, str) or not all(isinstance(o, str) for o in build_options):
+            raise ArgumentValueError(f"build_options takes a tuple of OpenCL compiler options, got {build_options!r}")
+        self._states[props] = _DeviceState(dev, ctx, queue, dialect, tuple(build_options))
         return props
 
     def queue(self, properties: DeviceProperties):
@@ -218,7 +224,8 @@ class OpenCLBackend:
     @staticmethod
     def _build(cl, state: _DeviceState, rendered: Rendered, kernel: Kernel):
         try:
-            return cl.Program(state.context, rendered.source).build(options=list(OPENCL.fp_flags[kernel.fastmath]))
+            return cl.Program(state.context, rendered.source).build(
+                options=list(OPENCL.fp_flags[kernel.fastmath]) + list(state.build_options))
         except cl.RuntimeError as e:
             raise CompileError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
 
