@@ -131,6 +131,9 @@ class Dialect:
     # before a loop that must stay a loop: ptxas (CUDA 13) fails register allocation ("C7600 ...
     # register count of 7") on the fully unrolled 31-shuffle loop of a partial plane's reduction
     no_unroll: str = ""
+    # in kernels with barriers, loop trip counts are read through a volatile, so that the compiler
+    # sees them as per-unit (PoCL inserts miscompiled barriers of its own into uniform loops)
+    opaque_loops: bool = False
 
     def with_(self, **changes) -> Dialect:
         return replace(self, **changes)

@@ -166,6 +166,11 @@ class OpenCLBackend:
         if native == plane_dim:
             dialect = OPENCL.with_(subgroup_ops={op: entry for op, entry in OPENCL_SUBGROUP_OPS.items()
                                                  if entry[0] in ext})
+        if "Portable Computing Language" in platforms[pi].name:
+            # PoCL adds barriers of its own to loops whose trip count looks uniform (in kernels
+            # with barriers) and miscompiles them: a guard after such a loop let every
+            # work-item through. Trip counts read through a volatile stop it doing so.
+            dialect = dialect.with_(opaque_loops=True)
         features = {"plane_ops", "atomics"} | ({"subgroups"} if dialect.subgroup_ops else set())
         if dev.type & cl.device_type.GPU:
             features.add("gpu")
@@ -213,7 +218,8 @@ class OpenCLBackend:
         rendered = self.render(kernel, properties)
         program = self._build(cl, state, rendered, kernel)
         if rendered.subgroups and _kernel_sub_group_size(cl, state, program, rendered, kernel) != kernel.plane_dim:
-            rendered = render(_barriers_hoisted(kernel, OPENCL), OPENCL)   # sub-groups of another size: emulate
+            emulated = state.dialect.with_(subgroup_ops={})               # sub-groups of another size: emulate
+            rendered = render(_barriers_hoisted(kernel, emulated), emulated)
             program = self._build(cl, state, rendered, kernel)
         exe = Executable(rendered, program, getattr(program, rendered.name), state)
         if rendered.sites:
