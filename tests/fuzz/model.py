@@ -206,10 +206,10 @@ class Model:
         for x, y in zip(a.astype(np.float64), b.astype(np.float64)):
             if math.isnan(x) or math.isnan(y):
                 out.append(math.nan)
-            elif x == y:      # of -0.0 and +0.0: min is -0.0, max +0.0
+            elif x == y == 0:      # of -0.0 and +0.0: min is -0.0, max +0.0
                 neg = math.copysign(1, x) < 0 or math.copysign(1, y) < 0
                 both = math.copysign(1, x) < 0 and math.copysign(1, y) < 0
-                out.append(-0.0 if (neg if fn == "min" else both) else 0.0 if x == 0 else x)
+                out.append(-0.0 if (neg if fn == "min" else both) else 0.0)
             else:
                 out.append(min(x, y) if fn == "min" else max(x, y))
         return np.array(out).astype(_NP[dt])
