@@ -49,6 +49,7 @@ class _DeviceState:
     queue: Any
     dialect: Dialect = OPENCL          # with the sub-group builtins this device has, if any
     build_options: tuple = ()          # more compiler options, e.g. -cl-opt-disable to compile faster
+    strict_options: tuple = ()         # what strict floating point needs on this device
 
 
 @dataclass(eq=False)
@@ -190,7 +191,10 @@ class OpenCLBackend:
             features=frozenset(features))
         if isinstance(build_options, str) or not all(isinstance(o, str) for o in build_options):
             raise ArgumentValueError(f"build_options takes a tuple of OpenCL compiler options, got {build_options!r}")
-        self._states[props] = _DeviceState(dev, ctx, queue, dialect, tuple(build_options))
+        # f32 division and sqrt may be approximate (2.5 and 3 ulp) in OpenCL unless asked for
+        strict = (("-cl-fp32-correctly-rounded-divide-sqrt",)
+                  if dev.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT else ())
+        self._states[props] = _DeviceState(dev, ctx, queue, dialect, tuple(build_options), strict)
         return props
 
     def queue(self, properties: DeviceProperties):
@@ -230,8 +234,9 @@ class OpenCLBackend:
     @staticmethod
     def _build(cl, state: _DeviceState, rendered: Rendered, kernel: Kernel):
         try:
+            strict = state.strict_options if kernel.fastmath is None else ()
             return cl.Program(state.context, rendered.source).build(
-                options=list(OPENCL.fp_flags[kernel.fastmath]) + list(state.build_options))
+                options=list(OPENCL.fp_flags[kernel.fastmath]) + list(strict) + list(state.build_options))
         except cl.RuntimeError as e:
             raise CompileError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
 
