@@ -106,12 +106,16 @@ def _plane_of(target: str) -> int:
     return device(target).properties.plane_dim
 
 
+# a worker retires after this many kernels (each leaves compiled code and modules behind)
+KERNELS_PER_WORKER = 150
+
+
 def _worker(tasks, results, size: int) -> None:
     os.environ.setdefault("CUBEPY_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "cubepy-fuzz-cache"))
     import warnings
 
     warnings.simplefilter("ignore")
-    while True:
+    for _ in range(KERNELS_PER_WORKER):
         task = tasks.get()
         if task is None:
             return
@@ -125,6 +129,7 @@ def _worker(tasks, results, size: int) -> None:
             out = {"seed": seed, "invalid": f"fuzzer: {type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}",
                    "targets": {}}
         results.put(("done", os.getpid(), out))
+    results.put(("retired", os.getpid(), None))
 
 
 @dataclass
@@ -214,7 +219,7 @@ def campaign(seeds, assign, workers: int, size: int = 40, deadline: float | None
             for pid, (p, seed) in list(procs.items()):
                 if not p.is_alive():
                     del procs[pid]
-                    deaths[0] += seed is None
+                    deaths[0] += seed is None and p.exitcode != 0   # exit code 0: it retired
                     if seed is not None:
                         pending -= 1
                         out = {"seed": seed, "targets": {"worker": ("crash", f"exit code {p.exitcode}")}}
@@ -228,6 +233,12 @@ def campaign(seeds, assign, workers: int, size: int = 40, deadline: float | None
             p, _ = procs.get(pid, (None, None))
             if p is not None:
                 procs[pid] = (p, payload)
+            continue
+        if kind == "retired":
+            p, _ = procs.pop(pid, (None, None))
+            if p is not None:          # else it was seen gone and replaced already
+                p.join(timeout=30)
+                spawn()
             continue
         pending -= 1
         p, _ = procs.get(pid, (None, None))
