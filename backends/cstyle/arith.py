@@ -177,12 +177,35 @@ class Arithmetic:
         ct = self._c(dst)
         if src.is_float and dst.is_int:
             return f"{self._float_to_int_helper(src, dst)}({self._up(a, src)})"
+        if src.name == "f64" and dst.name in self.d.from_double:     # one rounding, not two via float
+            return self.d.from_double[dst.name].format(x=a)
+        if src.name == "f64" and dst.name == "f16":
+            return f"(({ct})({self._float_rounded_to_odd()}({a})))"
         if src.name in HALF or dst.name in HALF:
             return f"(({ct})((float)({a})))"
-        if src.is_int and dst.is_int and dst.is_signed and dst.bits < 64 and (
+        if src.is_int and dst.is_int and dst.is_signed and (
                 src.bits > dst.bits or (src.bits == dst.bits and not src.is_signed)):
+            if dst.bits == 64:    # u64 -> i64: values past INT64_MAX by exact arithmetic on ~x
+                u = self._c(DTYPES_BY_NAME["u64"])
+                return (f"(({u})({a}) <= {self._lit(2**63 - 1, DTYPES_BY_NAME['u64'])} ? ({ct})({a}) : "
+                        f"-({ct})(~({u})({a})) - 1)")
             return self._wrap(a, dst, exact=True)      # a narrowing to a signed type: never dropped
         return f"(({ct}){a})"
+
+    def _float_rounded_to_odd(self) -> str:
+        """f64 -> f32 rounded to odd (toward zero, last bit set when inexact): converting that to f16
+        rounds correctly, as the CPU backend does too."""
+        name = "cb_f64_to_f32_odd"
+        if name in self.helpers:
+            return name
+        bits = self.d.bitcast
+        u32 = self._c(DTYPES_BY_NAME["u32"])
+        fabs = self._fn("abs", DTYPES_BY_NAME["f64"])
+        body = (f"float f = (float)x;\n  if ((double)f != x && x == x) {{\n"
+                f"    {u32} b = {bits.format(to=u32, x='f')};\n"
+                f"    if ({fabs}((double)f) > {fabs}(x)) b -= 1;\n"
+                f"    f = {bits.format(to='float', x='(b | 1u)')};\n  }}\n  return f;")
+        return self._helper(name, f"{self.d.device_fn} float {name}(double x) {{\n  {body}\n}}")
 
     def _float_to_int_helper(self, src: DType, dst: DType) -> str:
         """Float to integer: toward zero, saturating at the type's bounds, NaN gives 0 (the rule of

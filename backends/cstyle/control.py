@@ -59,6 +59,10 @@ class ControlFlow:
     def _op_for(self, op: Op) -> None:
         start, stop, step = (self._arg(a) for a in op.args)
         var = self.names[op.attrs["var"].id]
+        if self.opaque_loops:
+            opaque = self._unique("cb_stop")
+            self._line(f"volatile int {opaque} = {stop};")
+            stop = opaque
         s = op.args[2]
         if isinstance(s, Const):
             cond = f"{var} {'<' if s.value > 0 else '>'} {stop}"
@@ -69,6 +73,12 @@ class ControlFlow:
         self._line("}")
 
     def _op_loop(self, op: Op) -> None:
+        if self.opaque_loops:       # a second exit that is never taken: the loop has no single exit
+            running = self._unique("cb_run")
+            self._line(f"for (volatile int {running} = 1; {running}; ) {{")
+            self._nested(_without_tail_continue(op.blocks[0]))
+            self._line("}")
+            return
         self._line("for (;;) {")
         self._nested(_without_tail_continue(op.blocks[0]))
         self._line("}")

@@ -131,6 +131,12 @@ class Dialect:
     # before a loop that must stay a loop: ptxas (CUDA 13) fails register allocation ("C7600 ...
     # register count of 7") on the fully unrolled 31-shuffle loop of a partial plane's reduction
     no_unroll: str = ""
+    # in kernels with barriers, loop trip counts are read through a volatile, so that the compiler
+    # sees them as per-unit (PoCL inserts miscompiled barriers of its own into uniform loops)
+    opaque_loops: bool = False
+    # f64 -> narrower float conversions that round once ({x}); without one, f64 -> f16 goes
+    # through float rounded to odd (plain `(half)(float)x` would round twice)
+    from_double: dict = field(default_factory=dict)
 
     def with_(self, **changes) -> Dialect:
         return replace(self, **changes)
@@ -174,6 +180,7 @@ CUDA = Dialect(
     shared_static_limit=48 * 1024,
     dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
     no_unroll="#pragma unroll 1",
+    from_double={"f16": "__double2half({x})", "bf16": "__double2bfloat16({x})"},
 )
 
 HIP = CUDA.with_(
@@ -192,6 +199,7 @@ HIP = CUDA.with_(
     nan="__int_as_float(0x7fffffff)",
     shared_static_limit=64 * 1024,
     dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
+    from_double={},
 )
 
 _OCL_TYPES = {
@@ -250,6 +258,7 @@ OPENCL = Dialect(
     plane_mode="local",
     popcount={32: "popcount({x})", 64: "popcount({x})"},
     local_barrier="barrier(CLK_LOCAL_MEM_FENCE);",
+    from_double={"f16": "convert_half_rte({x})"},
     type_pragmas={"f64": "#pragma OPENCL EXTENSION cl_khr_fp64 : enable",
                   "f16": "#pragma OPENCL EXTENSION cl_khr_fp16 : enable",
                   "cl_khr_subgroups": "#pragma OPENCL EXTENSION cl_khr_subgroups : enable"},

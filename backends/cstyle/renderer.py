@@ -27,7 +27,7 @@ from .control import ControlFlow
 from .dialect import Dialect
 from .memory import Memory
 from .naming import C_WORDS, Naming
-from .plane import PlaneOps
+from .plane import PlaneOps, uses_barrier
 from .rendered import ERROR_WORDS, MAX_DIMS, ArgSlot, OOBSite, Rendered
 
 
@@ -86,6 +86,7 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow):
         ops = list(walk(k.body))
         if any(op.opcode == "report_oob" for op in ops):
             self.needs.add("error")
+        self.opaque_loops = d.opaque_loops and any(uses_barrier(op, d) for op in ops)
         plane_ops = any(op.opcode in PLANE_OPS for op in ops) or any(
             op.opcode == "builtin" and op.attrs["name"] == "unit_pos_plane" for op in ops)
 

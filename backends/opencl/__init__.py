@@ -4,7 +4,8 @@ Plane operations run on the device's sub-group builtins where it has them (``cl_
 with ``cl_khr_subgroup_shuffle`` and ``cl_khr_subgroup_ballot`` for shuffles and ballots) and its
 sub-group size is the plane size; each op it lacks, and every op on other devices, is emulated
 through local memory. The plane size is the sub-group size a probe kernel gets, else the
-preferred work-group size multiple, or ``plane_dim=`` given to ``cb.device("opencl", plane_dim=...)``.
+preferred work-group size multiple, or ``plane_dim=`` given to ``cb.device("opencl", plane_dim=...)``;
+``build_options=("-cl-opt-disable",)`` adds compiler options (the fuzzer compiles faster so).
 A compiled kernel whose sub-groups come out another size is rendered again, emulated. Emulated
 plane ops use work-group barriers, so on this backend they must be reached by every unit of the
 cube (cube-uniform control flow). Neither PoCL's CPU device nor NVIDIA's driver has sub-groups:
@@ -53,6 +54,8 @@ class _DeviceState:
     context: Any
     queue: Any
     dialect: Dialect = OPENCL          # with the sub-group builtins this device has, if any
+    build_options: tuple = ()          # more compiler options, e.g. -cl-opt-disable to compile faster
+    strict_options: tuple = ()         # what strict floating point needs on this device
 
 
 @dataclass(eq=False)
@@ -142,7 +145,8 @@ class OpenCLBackend:
 
     # --- devices ------------------------------------------------------------------------
 
-    def probe(self, index: int = 0, platform: int | None = None, plane_dim: int | None = None, **_) -> DeviceProperties:
+    def probe(self, index: int = 0, platform: int | None = None, plane_dim: int | None = None,
+              build_options: tuple = (), **_) -> DeviceProperties:
         cl = _cl()
         import pyopencl.array
 
@@ -169,6 +173,11 @@ class OpenCLBackend:
         if native == plane_dim:
             dialect = OPENCL.with_(subgroup_ops={op: entry for op, entry in OPENCL_SUBGROUP_OPS.items()
                                                  if entry[0] in ext})
+        if "Portable Computing Language" in platforms[pi].name:
+            # PoCL adds barriers of its own to loops whose trip count looks uniform (in kernels
+            # with barriers) and miscompiles them: a guard after such a loop let every
+            # work-item through. Trip counts read through a volatile stop it doing so.
+            dialect = dialect.with_(opaque_loops=True)
         features = {"plane_ops", "atomics"} | ({"subgroups"} if dialect.subgroup_ops else set())
         if dev.type & cl.device_type.GPU:
             features.add("gpu")
@@ -178,14 +187,20 @@ class OpenCLBackend:
             features.add("fp16")
         sizes = tuple(int(s) for s in dev.max_work_item_sizes) + (1, 1)
         props = DeviceProperties(
-            name=f"{dev.name.strip()} [{pi}:{index}]", backend=self.name, plane_dim=plane_dim,
+            name=f"{dev.name.strip()} [{pi}:{index}]" + "".join(f" {o}" for o in build_options), backend=self.name,
+            plane_dim=plane_dim,
             plane_size_min=plane_dim, plane_size_max=plane_dim,
             max_units_per_cube=int(dev.max_work_group_size), max_cube_dim=sizes[:3],
             max_cube_count=(2**31 - 1, 2**31 - 1, 2**31 - 1),
             shared_memory_per_cube=int(dev.local_mem_size) - 8 * int(dev.max_work_group_size),
             vector_widths=(1, 2, 4, 8, 16), compute_units=int(dev.max_compute_units),
             features=frozenset(features))
-        self._states[props] = _DeviceState(dev, ctx, queue, dialect)
+        if isinstance(build_options, str) or not all(isinstance(o, str) for o in build_options):
+            raise ArgumentValueError(f"build_options takes a tuple of OpenCL compiler options, got {build_options!r}")
+        # f32 division and sqrt may be approximate (2.5 and 3 ulp) in OpenCL unless asked for
+        strict = (("-cl-fp32-correctly-rounded-divide-sqrt",)
+                  if dev.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT else ())
+        self._states[props] = _DeviceState(dev, ctx, queue, dialect, tuple(build_options), strict)
         return props
 
     def queue(self, properties: DeviceProperties):
@@ -213,7 +228,8 @@ class OpenCLBackend:
         rendered = self.render(kernel, properties)
         program = self._build(cl, state, rendered, kernel)
         if rendered.subgroups and _kernel_sub_group_size(cl, state, program, rendered, kernel) != kernel.plane_dim:
-            rendered = render(_barriers_hoisted(kernel, OPENCL), OPENCL)   # sub-groups of another size: emulate
+            emulated = state.dialect.with_(subgroup_ops={})               # sub-groups of another size: emulate
+            rendered = render(_barriers_hoisted(kernel, emulated), emulated)
             program = self._build(cl, state, rendered, kernel)
         exe = Executable(rendered, program, getattr(program, rendered.name), state)
         if rendered.sites:
@@ -224,7 +240,9 @@ class OpenCLBackend:
     @staticmethod
     def _build(cl, state: _DeviceState, rendered: Rendered, kernel: Kernel):
         try:
-            return cl.Program(state.context, rendered.source).build(options=list(OPENCL.fp_flags[kernel.fastmath]))
+            strict = state.strict_options if kernel.fastmath is None else ()
+            return cl.Program(state.context, rendered.source).build(
+                options=list(OPENCL.fp_flags[kernel.fastmath]) + list(strict) + list(state.build_options))
         except cl.RuntimeError as e:
             raise ToolchainError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
 

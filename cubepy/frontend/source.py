@@ -23,6 +23,14 @@ class FunctionSource:
     digest: str
 
     def loc(self, node: ast.AST) -> SourceLoc:
+        found = self.__dict__.get("locs", {}).get(id(node))
+        if found is not None and found[0] is node:
+            return found[1]
+        loc = self._loc(node)
+        self.__dict__.setdefault("locs", {})[id(node)] = (node, loc)
+        return loc
+
+    def _loc(self, node: ast.AST) -> SourceLoc:
         line = getattr(node, "lineno", 1)
         col = getattr(node, "col_offset", 0) + self.indent
         end_line = getattr(node, "end_lineno", line)

@@ -390,13 +390,25 @@ class Statements:
                 scope[name] = Poisoned(name)
 
     def names_read_outside(self, node) -> set[str]:
-        """Names the current function reads outside the statement ``node`` (cached per node)."""
-        cache = self.__dict__.setdefault("_outside_cache", {})
-        key = (id(self.frame.source), id(node))
-        if key not in cache:
-            inside = {id(n) for n in ast.walk(node)}
-            cache[key] = {n.id for n in ast.walk(self.frame.source.tree)
-                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in inside}
-        return cache[key]
+        """Names the current function reads outside the statement ``node`` (cached with the
+        function's source, so later traces and specializations reuse it)."""
+        source = self.frame.source
+        cache = source.__dict__.setdefault("outside_reads", {})
+        if id(node) not in cache:
+            total = source.__dict__.get("name_reads")
+            if total is None:
+                total = source.__dict__["name_reads"] = _name_reads(source.tree)
+            inside = _name_reads(node)
+            cache[id(node)] = {name for name, count in total.items() if count > inside.get(name, 0)}
+        return cache[id(node)]
 
     # --- expressions ------------------------------------------------------------------------
+
+
+def _name_reads(tree) -> dict[str, int]:
+    """How often each name is read in ``tree``."""
+    counts: dict[str, int] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    return counts

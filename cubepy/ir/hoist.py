@@ -165,7 +165,12 @@ class _Hoister:
                     if piece:
                         out.append(Op("if", (guard,), None, {}, (Block(piece), Block()), op.loc))
                         piece = []
-                    out.extend(self.conditioned(inner, guard) if inner.opcode in ("for", "loop") else [inner])
+                    if inner.opcode in ("for", "loop"):
+                        out.extend(self.conditioned(inner, guard))
+                    elif inner.opcode == "if":          # one that could not be split stays guarded
+                        out.append(Op("if", (guard,), None, {}, (Block([inner]), Block()), op.loc))
+                    else:
+                        out.append(inner)
                 else:
                     piece.append(inner)
             if piece:

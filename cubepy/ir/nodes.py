@@ -165,7 +165,8 @@ class Kernel:
 # --- the opcode contract ------------------------------------------------------------------
 #
 # Arithmetic is elementwise on Lines; operands of binary ops have the same type (the frontend
-# inserts casts and `broadcast`). Integer arithmetic wraps (two's complement).
+# inserts casts and `broadcast`). Integer arithmetic wraps (two's complement). The choices are
+# written once, with a scalar reference, in `semantics.py`.
 
 UNARY = {
     "neg": "-a",
@@ -181,10 +182,11 @@ BINARY = {
     "div": "a / b (floats only; the frontend casts integers to a float type first)",
     "floordiv": "Python's a // b: rounds toward -inf; integer division by zero gives 0",
     "mod": "Python's a % b: the sign of b; integer modulo by zero gives 0",
-    "pow": "a ** b (floats)",
-    "min": "minimum (NaN-propagating for floats is not promised)", "max": "maximum",
+    "pow": "a ** b; integers: exact and wrapped, a negative b gives the truncated 1 / a**-b",
+    "min": "minimum; floats: NaN if either is NaN, -0.0 < +0.0 (IEEE 754-2019 minimum)", "max": "maximum (likewise)",
     "and": "bitwise/logical and", "or": "bitwise/logical or", "xor": "bitwise/logical xor",
-    "shl": "a << b (b masked to the bit width)", "shr": "a >> b (arithmetic for signed)",
+    "shl": "a << b; a count b outside [0, bits) gives 0",
+    "shr": "a >> b (arithmetic for signed); a count outside [0, bits) gives 0, or -1 for a negative a",
 }
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "exchange", "cas")
@@ -206,14 +208,16 @@ OPCODES: dict[str, str] = {
     **{k: f"compare ({v}); result is bool of the operands' width" for k, v in COMPARE.items()},
     "fma": "a * b + c (fused where the target can)",
     "select": "args (cond, a, b): a where cond else b; cond is bool, scalar or of a's width",
-    "cast": "convert to result.type (float->int truncates; out-of-range is unspecified)",
+    "cast": "convert to result.type: integers wrap, floats round to nearest, float->int truncates toward zero "
+    "and saturates (NaN -> 0), anything->bool is != 0",
     "broadcast": "a scalar repeated into result.type's Line width",
     "extract": "attrs index: one element of a Line",
     "insert": "args (line, scalar), attrs index: a copy of the Line with one element replaced",
     "builtin": f"attrs name in {BUILTINS}; an i32",
     "param": "attrs index, name: the launch value of a scalar parameter",
     "shape": "args (buffer,), attrs dim: the length of a global buffer along dim (i32)",
-    "load": "args (buffer, *indices): one element; attrs checked",
+    "load": "args (buffer, *indices): one element; attrs checked (a checked index may be i64 or u64 until "
+    "lower_bounds_checks narrows it inside its guard; backends see i32 indices)",
     "store": "args (buffer, *indices, value); attrs checked",
     "atomic": "args (buffer, *indices, value), attrs op in ATOMIC_OPS; returns the old value. "
     "For op 'cas' the args are (buffer, *indices, compare, value): store value if old == compare",

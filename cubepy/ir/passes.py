@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from .nodes import Block, Const, Kernel, Op, Value, walk
+from .nodes import Block, Const, Kernel, Op, Value, Var, walk
 from .types import INDEX, Type, bool_
+
+_BOOL, _I32 = Type(bool_), Type(INDEX)
 
 _CHECKED = ("load", "store", "atomic")
 _SIDE_EFFECTS = {"store", "atomic", "store_var", "sync_cube", "report_oob", "if", "for", "loop", "break",
@@ -64,8 +66,6 @@ def _extent(buf, dim: int, extents: dict, entry: list, loc) -> Value:
 
 
 def _guard(kernel: Kernel, op: Op, known_extents: dict, entry: list) -> list[Op]:
-    from .nodes import Var
-
     buf = op.args[0]
     ndim = buf.ndim if buf.shape is None else len(buf.shape)
     indices = op.args[1:1 + ndim]
@@ -83,22 +83,22 @@ def _guard(kernel: Kernel, op: Op, known_extents: dict, entry: list) -> list[Op]
         extent = _extent(buf, dim, known_extents, entry, op.loc)
         extents.append(extent)
         itype = index.type
-        if itype == Type(INDEX):
+        if itype == _I32:
             wide_extent = extent
             narrow.append(index)
         else:   # a wide index: compare at its width, narrow to i32 only once it is in bounds
             wide_extent = Const(extent.value, itype) if isinstance(extent, Const) else emit("cast", (extent,), itype)
-            narrowed = Value(Type(INDEX))
+            narrowed = Value(_I32)
             then_ops.append(Op("cast", (index,), narrowed, {}, (), op.loc))
             narrow.append(narrowed)
         if dim in proven:
             continue
-        below = emit("lt", (index, wide_extent), Type(bool_))
+        below = emit("lt", (index, wide_extent), _BOOL)
         if itype.dtype.is_signed and dim not in nonneg:
-            inside = emit("and", (emit("ge", (index, Const(0, itype)), Type(bool_)), below), Type(bool_))
+            inside = emit("and", (emit("ge", (index, Const(0, itype)), _BOOL), below), _BOOL)
         else:
             inside = below
-        ok = inside if ok is None else emit("and", (ok, inside), Type(bool_))
+        ok = inside if ok is None else emit("and", (ok, inside), _BOOL)
     args = (buf, *narrow, *op.args[1 + ndim:])
     unchecked = Op(op.opcode, args, None, {**op.attrs, "checked": False}, (), op.loc)
     report = Op("report_oob", (*indices, *extents), None, {"array": op.attrs.get("array", buf.name)}, (), op.loc)
@@ -123,11 +123,14 @@ def _guard(kernel: Kernel, op: Op, known_extents: dict, entry: list) -> list[Op]
 
 
 def eliminate_dead_code(kernel: Kernel) -> None:
-    """Remove ops without side effects whose results nothing uses, until none is left."""
-    while True:
-        used = {a.id for op in walk(kernel.body) for a in op.args if isinstance(a, Value)}
-        if not _sweep(kernel.body, used):
-            break
+    """Remove ops without side effects whose results nothing uses, until none is left: one pass
+    from the end, since every use of a value comes after its definition."""
+    uses: dict[int, int] = {}
+    for op in walk(kernel.body):
+        for a in op.args:
+            if isinstance(a, Value):
+                uses[a.id] = uses.get(a.id, 0) + 1
+    _sweep(kernel.body, uses)
     loaded = {op.args[0].id for op in walk(kernel.body) if op.opcode == "load_var"}
     _drop_dead_stores(kernel.body, loaded)
     referenced = {op.args[0].id for op in walk(kernel.body) if op.opcode in ("load_var", "store_var")}
@@ -135,18 +138,18 @@ def eliminate_dead_code(kernel: Kernel) -> None:
     kernel.vars = [v for v in kernel.vars if v.id in referenced]
 
 
-def _sweep(block: Block, used: set[int]) -> bool:
-    changed = False
+def _sweep(block: Block, uses: dict[int, int]) -> None:
     kept = []
-    for op in block.ops:
-        for b in op.blocks:
-            changed |= _sweep(b, used)
-        if op.opcode not in _SIDE_EFFECTS and op.result is not None and op.result.id not in used:
-            changed = True
+    for op in reversed(block.ops):
+        for b in reversed(op.blocks):
+            _sweep(b, uses)
+        if op.opcode not in _SIDE_EFFECTS and op.result is not None and not uses.get(op.result.id):
+            for a in op.args:
+                if isinstance(a, Value):
+                    uses[a.id] -= 1
             continue
         kept.append(op)
-    block.ops = kept
-    return changed
+    block.ops = kept[::-1]
 
 
 def _drop_dead_stores(block: Block, loaded: set[int]) -> None:

@@ -19,6 +19,7 @@ with these functions, so a folded expression gives what the same expression give
 from __future__ import annotations
 
 import math
+import struct
 
 from .types import DType
 
@@ -53,6 +54,12 @@ def round_float(value: float, dtype: DType) -> float:
 
     if dtype.bits == 64:
         return float(value)
+    if dtype.name in ("f32", "f16"):      # the C conversion, rounding to nearest
+        fmt = "<f" if dtype.name == "f32" else "<e"
+        try:
+            return struct.unpack(fmt, struct.pack(fmt, value))[0]
+        except OverflowError:            # finite, but rounds past the largest value
+            return math.copysign(math.inf, value)
     if dtype.name == "bf16":
         bits = int(np.array(value, np.float32).view(np.uint32))
         if math.isnan(value):

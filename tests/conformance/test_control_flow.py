@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cubepy as cb
-from cubepy import Array, Comptime, Mut, f32, f64, i32, i64, u16, u64
+from cubepy import Array, Comptime, Mut, f32, f64, i16, i32, i64, u8, u16, u64
 from tests.conftest import poisoned, require_dtype
 
 
@@ -359,3 +359,28 @@ def test_a_per_unit_guard_after_a_loop_of_plane_ops_under_a_uniform_condition(de
             want[g] = 2 if cube == 0 and lin // plane == 0 else 1
     np.testing.assert_array_equal(out[:25], want[:25])
     np.testing.assert_array_equal(out[25:], poisoned(1, np.uint64)[0])
+
+
+@cb.kernel
+def guard_after_a_loop_in_a_branch(x: Array[i64], acc: Mut[Array[u64]], out: Mut[Array[u8]], s: i16, nu: i32):
+    g = cb.ABSOLUTE_POS
+    cb.sync_cube()
+    if (1 if cb.UNIT_POS_PLANE < 0 else s) <= 1:      # per unit to cubepy, uniform once folded
+        pass
+    else:
+        for k in range(3):
+            cb.atomic_and(acc, i32(x[k * k % len(x)]) % 6, u64(1))
+        if g < nu:
+            out[g] = u8(2)
+
+
+def test_a_per_unit_guard_after_a_loop_in_a_branch_holds_back_the_units_it_should(dev):
+    # found by tests/fuzz (seed 990264): PoCL added a barrier of its own to the loop and then let
+    # every unit through the guard
+    out = poisoned(128, np.uint8)
+    acc = np.full(6, 7, np.uint64)
+    guard_after_a_loop_in_a_branch.launch((2, 1, 2), 32, np.arange(10, dtype=np.int64), acc, out, 11, 105,
+                                          device=dev)
+    np.testing.assert_array_equal(out[:105], 2)
+    np.testing.assert_array_equal(out[105:], poisoned(1, np.uint8)[0])
+    np.testing.assert_array_equal(acc, [1, 1, 7, 7, 1, 7])

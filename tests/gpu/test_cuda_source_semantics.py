@@ -103,3 +103,43 @@ def test_the_opencl_source_of_these_kernels_builds_on_the_test_device(kernel):
         np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.int32),
         np.zeros(4, np.int32), 3)
     kernel.compile(*args, dim=32, device="opencl")
+
+
+@cb.kernel
+def narrow_conversions(x: Array[f64], u: Array[cb.u64], h: Mut[Array[cb.f16]], s: Mut[Array[cb.i64]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        h[i] = cb.f16(x[i])        # f64 -> f16 rounds once (through float it would round twice)
+        s[i] = cb.i64(u[i])        # u64 -> i64 past INT64_MAX wraps by exact arithmetic
+
+
+def test_f64_to_f16_rounds_once_in_every_dialect(tmp_path):
+    from cubepy.backends.cstyle import HIP
+
+    x = np.array([1 + 2**-11 + 2**-30, 1.0], np.float64)
+    ir = narrow_conversions.compile(x, np.zeros(2, np.uint64), np.zeros(2, np.float16), np.zeros(2, np.int64),
+                                    dim=4, device="interp").ir_module
+    assert "__double2half(" in render(ir, CUDA).source and "convert_half_rte(" in render(ir, OPENCL).source
+    hip = render(ir, HIP).source
+    helper = hip[hip.index("CB_DEVICE float cb_f64_to_f32_odd"):]
+    helper = helper[:helper.index("\n}\n") + 3]
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("no g++ to run the HIP helper on the host")
+    program = tmp_path / "odd.cpp"
+    program.write_text("#include <cmath>\n#include <cstdio>\n#include <cstring>\n#define CB_DEVICE static\n"
+                       "template <typename To, typename From> To cb_bitcast(From x) { To t; std::memcpy(&t, &x, "
+                       "sizeof t); return t; }\nusing std::fabs;\n" + helper +
+                       "int main() { double x; while (std::scanf(\"%la\", &x) == 1) "
+                       "std::printf(\"%a\\n\", (double)(_Float16)cb_f64_to_f32_odd(x)); }\n")
+    build = subprocess.run([gxx, "-O2", "-o", str(tmp_path / "odd"), str(program)], capture_output=True, text=True)
+    if build.returncode:
+        pytest.skip(f"g++ has no _Float16 here: {build.stderr[-300:]}")
+    rng = np.random.default_rng(3)
+    values = np.concatenate([x, rng.standard_normal(2000) * 10.0 ** rng.integers(-8, 6, 2000),
+                             np.float16(rng.standard_normal(500)).astype(np.float64) * (1 + 2**-12 + 2**-40)])
+    out = subprocess.run([str(tmp_path / "odd")], input="\n".join(float(v).hex() for v in values),
+                         capture_output=True, text=True).stdout.split()
+    got = np.array([float.fromhex(v) for v in out])
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(got, values.astype(np.float16).astype(np.float64))

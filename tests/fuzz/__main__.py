@@ -1,0 +1,109 @@
+"""Command line of the differential fuzzer (see ``tests/fuzz/__init__.py``).
+
+    python -m tests.fuzz --devices cpu,opencl --minutes 60 --workers 2
+    python -m tests.fuzz --devices cuda --minutes 6 --workers 12
+    python -m tests.fuzz --replay 4711 --devices opencl        # shrink one seed and print it
+
+``--devices`` takes backends (``cpu`` runs at plane sizes 8 and 32 by turns, or give ``cpu-p64``);
+each kernel runs on the interpreter at the device's plane size and on its devices, and every
+failure is shrunk and printed with its seed, then listed at the end. Exit status 1 if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import time
+
+
+def _targets(devices: list[str]):
+    """seed -> the targets it runs on: backends without a plane size take turns at 1, 8, 32, 64."""
+    planes = {"cpu": (8, 32, 1, 64), "interp": (8, 32, 1, 64)}
+
+    def assign(seed: int) -> list[str]:
+        out = []
+        for d in devices:
+            if "-p" in d or d not in planes:
+                out.append(d)
+            else:
+                out.append(f"{d}-p{planes[d][seed % len(planes[d])]}")
+        return out
+    return assign
+
+
+def _report_failure(seed, target, status, detail, devices, shrink: bool) -> None:
+    """Print a failure with its seed, and the failing program shrunk (the program of a seed also
+    depends on its device list: types a device lacks are left out)."""
+    from .campaign import excluded
+    from .generate import generate
+    from .shrink import same_failure
+    from .shrink import shrink as minimize
+
+    print(f"\n=== seed {seed}: {target} {status} (python -m tests.fuzz --replay {seed} --devices "
+          f"{','.join(devices)})\n{detail[:2000]}", flush=True)
+    if not shrink or target in ("worker", "model") or status == "invalid":
+        return
+    program = generate(seed, exclude=excluded(devices))
+    small = minimize(program, same_failure(target, (status, detail)))
+    print(f"--- shrunk to {small.size()} statements:")
+    print(small.source())
+    print(f"launch: cube_count={small.cube_count} cube_dim={small.cube_dim} nu={small.active} K={small.comptime}",
+          flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.splitlines()[0])
+    ap.add_argument("--devices", default="cpu,opencl", help="comma-separated targets (default cpu,opencl)")
+    ap.add_argument("--minutes", type=float, default=None, help="run until this much time has passed")
+    ap.add_argument("--kernels", type=int, default=None, help="or this many kernels")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--seed", type=int, default=None, help="first seed (default: from the clock)")
+    ap.add_argument("--size", type=int, default=40, help="statements per kernel (default 40)")
+    ap.add_argument("--replay", type=int, default=None, help="run one seed, shrink it if it fails, print it")
+    ap.add_argument("--no-shrink", action="store_true", help="print failures without shrinking them")
+    args = ap.parse_args(argv)
+    devices = [d.strip() for d in args.devices.split(",") if d.strip()]
+    assign = _targets(devices)
+    if args.replay is not None:
+        from .campaign import check, excluded
+        from .generate import generate
+
+        out = check(args.replay, tuple(assign(args.replay)))
+        print(generate(args.replay, exclude=excluded(assign(args.replay))).source())
+        bad = [(t, s, d) for t, (s, d) in out["targets"].items() if s not in ("ok", "skip")]
+        print(out.get("invalid") or out["targets"])
+        for t, s, d in bad:
+            _report_failure(args.replay, t, s, d, assign(args.replay), not args.no_shrink)
+        return 1 if bad or "invalid" in out else 0
+    from .campaign import campaign
+
+    first = args.seed if args.seed is not None else int(time.time()) % 1_000_000 * 1000
+    count = args.kernels
+    seeds = range(first, first + count) if count else itertools.count(first)
+    deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
+    print(f"fuzzing {devices} from seed {first} with {args.workers} workers", flush=True)
+    done = [0]
+
+    def progress(out):
+        done[0] += 1
+        for target, (status, detail) in out["targets"].items():
+            if status in ("mismatch", "error", "crash"):
+                print(f"seed {out['seed']}: {target} {status}: {detail.splitlines()[0][:300]}", flush=True)
+        if "invalid" in out:
+            print(f"seed {out['seed']}: rejected by the interpreter: {out['invalid'].splitlines()[0][:300]}",
+                  flush=True)
+        if done[0] % 200 == 0:
+            print(f"... {done[0]} kernels", flush=True)
+    tally = campaign(seeds, assign, args.workers, args.size, deadline, progress)
+    print(tally.table())
+    for seed, target, status, detail, devices in tally.failures[:20]:
+        _report_failure(seed, target, status, detail, devices, not args.no_shrink)
+    for seed, message in tally.invalid[:5]:
+        print(f"\n=== seed {seed}: rejected by the interpreter\n{message[:1500]}")
+    return 1 if tally.failures or tally.invalid else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

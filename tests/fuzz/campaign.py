@@ -1,0 +1,258 @@
+"""Many random programs on several devices, in worker processes (a device that crashes the process,
+as PoCL's miscompiled kernels did with heap corruption, takes down a worker, not the campaign).
+
+`check` runs one seed: the interpreter at each plane size needed (the reference), the NumPy model
+for straight-line programs, then each target device, and classifies the outcome per target:
+``ok``, ``mismatch`` (outputs differ), ``error`` (the device raised where the interpreter did
+not), ``skip`` (the device lacks a feature the kernel uses), ``crash`` (the worker died).
+``invalid`` means the interpreter itself refused the program: a generator bug or a cubepy bug,
+reported with the message so that it can be told apart.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import time
+from dataclasses import dataclass, field
+
+_devices: dict = {}
+
+
+def device(target: str):
+    """``interp-p8``, ``cpu-p32``, ``cpu-p8-O1`` (LLVM -O1), ``opencl``, ``opencl-O0``
+    (-cl-opt-disable), ``cuda``: a device of this process, made once."""
+    import cubepy as cb
+
+    if target not in _devices:
+        parts = target.split("-")
+        options = {}
+        for part in parts[1:]:
+            if part.startswith("p"):
+                options["plane_dim"] = int(part[1:])
+            elif part.startswith("O"):
+                options["opt_level" if parts[0] == "cpu" else "build_options"] = (
+                    int(part[1:]) if parts[0] == "cpu" else ("-cl-opt-disable",))
+        _devices[target] = cb.device(parts[0], **options)
+    return _devices[target]
+
+
+def check(seed: int, targets: tuple, size: int = 40, model: bool = True) -> dict:
+    from .generate import generate
+    from .run import compare, execute, load
+
+    program = generate(seed, size=size, exclude=excluded(targets))
+    result = {"seed": seed, "lines": program.source().count("\n"), "targets": {}, "times": {}, "devices": targets}
+    start = time.perf_counter()
+    try:
+        kernel = load(program)
+    except Exception as e:  # the generator wrote something Python does not parse
+        result["invalid"] = f"{type(e).__name__}: {e}"
+        return result
+    refs = {}
+
+    def reference(plane: int):
+        if plane not in refs:
+            t0 = time.perf_counter()
+            refs[plane] = execute(kernel, program, device(f"interp-p{plane}"))
+            result["times"][f"interp-p{plane}"] = time.perf_counter() - t0
+        return refs[plane]
+
+    first_plane = _plane_of(targets[0]) if targets else 32
+    first = reference(first_plane)
+    if first.error:
+        result["invalid"] = first.error
+        return result
+    if model and program.straight:
+        from .model import evaluate
+
+        expected = evaluate(program, first_plane)
+        diff = compare(program, expected, first) if expected is not None else None
+        result["model"] = "ok" if expected is not None and diff is None else ("skip" if expected is None else diff)
+    for target in targets:
+        if target.startswith("interp"):
+            result["targets"][target] = ("ok", "")
+            continue
+        dev = device(target)
+        ref = reference(dev.properties.plane_dim)
+        if ref.error:
+            result["targets"][target] = ("invalid", ref.error)
+            continue
+        t0 = time.perf_counter()
+        got = execute(kernel, program, dev)
+        result["times"][target] = time.perf_counter() - t0
+        if got.skipped:
+            result["targets"][target] = ("skip", got.skipped)
+        elif got.error:
+            result["targets"][target] = ("error", got.error)
+        else:
+            diff = compare(program, ref, got)
+            result["targets"][target] = ("ok", "") if diff is None else ("mismatch", diff)
+    result["seconds"] = time.perf_counter() - start
+    return result
+
+
+def excluded(targets) -> frozenset:
+    """Types to leave out of the program: those a target device cannot run (f16 on PoCL)."""
+    out = set()
+    for t in targets:
+        if not device(t).properties.supports("fp16"):
+            out.add("f16")
+    return frozenset(out)
+
+
+def _plane_of(target: str) -> int:
+    return device(target).properties.plane_dim
+
+
+# a worker retires after this many kernels (each leaves compiled code and modules behind)
+KERNELS_PER_WORKER = 150
+
+
+def _worker(tasks, results, size: int) -> None:
+    os.environ.setdefault("CUBEPY_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "cubepy-fuzz-cache"))
+    import warnings
+
+    warnings.simplefilter("ignore")
+    for _ in range(KERNELS_PER_WORKER):
+        task = tasks.get()
+        if task is None:
+            return
+        seed, targets = task
+        results.put(("start", os.getpid(), seed))
+        try:
+            out = check(seed, targets, size)
+        except Exception as e:     # a bug in the fuzzer itself: report it, keep going
+            import traceback
+
+            out = {"seed": seed, "invalid": f"fuzzer: {type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}",
+                   "targets": {}}
+        results.put(("done", os.getpid(), out))
+    results.put(("retired", os.getpid(), None))
+
+
+@dataclass
+class Tally:
+    """Counts per target and outcome, the failures, and how long it took."""
+
+    kernels: int = 0
+    counts: dict = field(default_factory=dict)
+    failures: list = field(default_factory=list)
+    invalid: list = field(default_factory=list)
+    model: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    lines: int = 0
+
+    def add(self, out: dict) -> None:
+        self.kernels += 1
+        self.lines += out.get("lines", 0)
+        if "invalid" in out:
+            self.invalid.append((out["seed"], out["invalid"]))
+            return
+        self.counts.setdefault("interp", {}).setdefault("ok", 0)
+        self.counts["interp"]["ok"] += 1
+        if "model" in out:
+            key = out["model"] if out["model"] in ("ok", "skip") else "mismatch"
+            self.model[key] = self.model.get(key, 0) + 1
+            if key == "mismatch":
+                self.failures.append((out["seed"], "model", "mismatch", out["model"], out.get("devices", ())))
+        for target, (status, detail) in out["targets"].items():
+            per = self.counts.setdefault(target, {})
+            per[status] = per.get(status, 0) + 1
+            if status in ("mismatch", "error", "crash", "invalid"):
+                self.failures.append((out["seed"], target, status, detail, out.get("devices", (target,))))
+
+    def table(self) -> str:
+        rows = [f"{self.kernels} kernels ({self.lines / max(1, self.kernels):.0f} lines on average) in "
+                f"{self.seconds:.0f} s; {len(self.invalid)} rejected by the interpreter"]
+        if self.model:
+            rows.append("  NumPy model vs interp: " + ", ".join(f"{k} {v}" for k, v in sorted(self.model.items())))
+        for target, per in sorted(self.counts.items()):
+            compared = sum(v for k, v in per.items() if k != "skip")
+            rows.append(f"  {target:12s} " + ", ".join(f"{k} {v}" for k, v in sorted(per.items())) +
+                        f"  ({compared} compared)")
+        return "\n".join(rows)
+
+
+def campaign(seeds, assign, workers: int, size: int = 40, deadline: float | None = None,
+             on_result=None) -> Tally:
+    """Run ``check(seed, assign(seed))`` for each seed on ``workers`` processes until ``deadline``
+    (time.monotonic()); a worker that dies is replaced and its seed counted as a crash."""
+    ctx = mp.get_context("spawn")
+    tasks, results = ctx.Queue(), ctx.Queue()
+    procs = {}
+
+    deaths = [0]
+
+    def spawn():
+        if deaths[0] > 3 * workers + 10:
+            raise RuntimeError("fuzz workers keep dying before they run anything (is the calling module "
+                               "guarded by if __name__ == '__main__'?)")
+        p = ctx.Process(target=_worker, args=(tasks, results, size), daemon=True)
+        p.start()
+        procs[p.pid] = (p, None)
+
+    for _ in range(workers):
+        spawn()
+    tally = Tally()
+    start = time.monotonic()
+    seeds = iter(seeds)
+    pending = 0
+
+    def feed():
+        nonlocal pending
+        while pending < 2 * workers:
+            if deadline is not None and time.monotonic() > deadline:
+                return
+            seed = next(seeds, None)
+            if seed is None:
+                return
+            tasks.put((seed, tuple(assign(seed))))
+            pending += 1
+
+    feed()
+    while pending:
+        try:
+            kind, pid, payload = results.get(timeout=1.0)
+        except queue.Empty:
+            for pid, (p, seed) in list(procs.items()):
+                if not p.is_alive():
+                    del procs[pid]
+                    deaths[0] += seed is None and p.exitcode != 0   # exit code 0: it retired
+                    if seed is not None:
+                        pending -= 1
+                        out = {"seed": seed, "targets": {"worker": ("crash", f"exit code {p.exitcode}")}}
+                        tally.add(out)
+                        if on_result:
+                            on_result(out)
+                    spawn()
+            feed()
+            continue
+        if kind == "start":
+            p, _ = procs.get(pid, (None, None))
+            if p is not None:
+                procs[pid] = (p, payload)
+            continue
+        if kind == "retired":
+            p, _ = procs.pop(pid, (None, None))
+            if p is not None:          # else it was seen gone and replaced already
+                p.join(timeout=30)
+                spawn()
+            continue
+        pending -= 1
+        p, _ = procs.get(pid, (None, None))
+        if p is not None:
+            procs[pid] = (p, None)
+        tally.add(payload)
+        if on_result:
+            on_result(payload)
+        feed()
+    for _ in procs:
+        tasks.put(None)
+    for p, _ in procs.values():
+        p.join(timeout=10)
+        if p.is_alive():
+            p.kill()
+    tally.seconds = time.monotonic() - start
+    return tally

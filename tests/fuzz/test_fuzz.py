@@ -1,0 +1,141 @@
+"""The differential fuzzer's fixed CI budget, and tests of the fuzzer itself.
+
+The budget (about 5 minutes on the 2-core CI machine): 2,000 random kernels on the interpreter
+(straight-line ones also against the NumPy model), of which 300 are compared on the CPU backend
+(half at plane size 8, half at 32) and on OpenCL (its own plane size); the CPU backend compiles at
+LLVM -O1 here, as compile time is the limit (the long run, ``python -m tests.fuzz``, uses -O3).
+Seeds start at ``CUBEPY_TEST_SEED`` * 10,000, so each CI run fuzzes new kernels, and a failure
+is printed with the command that replays and shrinks it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import cubepy as cb
+
+from .campaign import campaign
+from .generate import generate
+from .program import E, Program, S
+from .run import Run, compare
+from .shrink import shrink
+
+INTERP_KERNELS, COMPARED = 2000, 300
+
+
+def _available(name: str) -> bool:
+    return any(d.backend_name == name and d.available for d in cb.devices())
+
+
+def ci_plan(first: int, opencl: bool):
+    def assign(seed: int) -> list[str]:
+        k = seed - first
+        if k < COMPARED:
+            return [f"cpu-p{8 if k % 2 else 32}-O1"] + (["opencl"] if opencl else [])
+        return ["interp-p32" if k % 2 else "interp-p8"]
+    return assign
+
+
+def test_random_kernels_agree_on_every_device_within_the_ci_budget():
+    seed = int(os.environ.get("CUBEPY_TEST_SEED") or 0)
+    first = (seed % 100_000) * 10_000
+    opencl = _available("opencl")
+    tally = campaign(range(first, first + INTERP_KERNELS), ci_plan(first, opencl), workers=max(2, os.cpu_count() or 1))
+    report = tally.table()
+    print("\n" + report)
+    failures = "\n".join(f"seed {s}: {t} {status}: {d[:400]}\n  replay: python -m tests.fuzz --replay {s} "
+                         f"--devices {','.join(devs)}" for s, t, status, d, devs in tally.failures[:10])
+    assert not tally.failures, f"{len(tally.failures)} failures\n{failures}\n{report}"
+    assert not tally.invalid, f"programs the interpreter refused: {tally.invalid[:3]}\n{report}"
+    assert tally.counts["interp"]["ok"] >= INTERP_KERNELS, report
+    cpu = tally.counts["cpu-p8-O1"].get("ok", 0) + tally.counts["cpu-p32-O1"].get("ok", 0)
+    assert cpu >= COMPARED and min(tally.counts["cpu-p8-O1"]["ok"], tally.counts["cpu-p32-O1"]["ok"]) >= COMPARED // 2
+    if opencl:
+        assert tally.counts["opencl"].get("ok", 0) >= COMPARED, report
+    assert tally.model.get("ok", 0) >= INTERP_KERNELS // 10, report
+
+
+# --- the fuzzer's own parts ------------------------------------------------------------------
+
+def test_the_same_seed_gives_the_same_program_and_seeds_differ():
+    a, b, c = generate(11), generate(11), generate(12)
+    assert a.source() == b.source() and a.source() != c.source()
+    assert a.cube_dim == b.cube_dim and a.active == b.active
+
+
+def test_generated_programs_use_the_whole_feature_mix():
+    sources = "\n".join(generate(s).source() for s in range(60))
+    for construct in ("if ", "elif ", "else:", "for ", "while ", "break", "continue", "return", "cb.unroll(",
+                      "@cb.func", "cb.LocalArray(", "cb.SharedMemory(", "cb.sync_cube()", "cb.atomic_", "cb.plane_",
+                      "vl", "K > ", "cb.fma(", "cb.exp(", "t // cb.PLANE_DIM", " ** ",
+                      " or ", " and ", "f16(", "u64(", "i8(", "cb.select(", " if ", "cb.UNIT_POS_Y"):
+        assert construct in sources, construct
+    shapes = {generate(s).cube_dim for s in range(60)}
+    assert any(d[1] > 1 for d in shapes) and any(d[2] > 1 for d in shapes)
+    assert any(p.active < p.cube_dim[0] * p.cube_dim[1] * p.cube_dim[2] * p.cube_count[0] * p.cube_count[1]
+               * p.cube_count[2] for p in (generate(s) for s in range(20)))
+
+
+def test_a_program_without_f16_is_generated_for_a_device_without_it():
+    sources = [generate(s, exclude=frozenset({"f16"})).source() for s in range(20)]
+    assert not any("f16(" in src or "[f16]" in src or ": f16" in src for src in sources)
+    assert any("f16(" in generate(s).source() for s in range(20))
+
+
+def test_compare_is_bit_exact_for_exact_slots_and_tolerant_for_approximate_ones():
+    p = generate(3)
+    name = "out_f32"
+    p.approx = {(name, 1)}
+    want = np.zeros(p.slots * 2, np.float32)
+    ref = Run({name: want})
+    assert compare(p, ref, Run({name: want.copy()})) is None
+    for slot, value, differs in [(0, -0.0, True), (0, np.nan, True), (0, np.float32(1e-30), True),
+                                 (1, np.float32(1e-7), False), (1, np.float32(0.5), True)]:
+        got = want.copy()
+        got[slot] = value
+        assert (compare(p, ref, Run({name: got})) is not None) == differs, (slot, value)
+    nan = want.copy()
+    nan[0] = np.nan
+    other_nan = nan.copy()
+    other_nan.view(np.uint32)[0] |= 1
+    assert compare(p, Run({name: nan}), Run({name: other_nan})) is None      # any NaN equals any NaN
+
+
+def test_the_shrinker_keeps_the_failure_and_drops_the_rest():
+    program = generate(5, size=30)
+    marker = E("cb.max(i32(7), i32(7))", "i32", op="lit", value=7)
+    program.body.insert(len(program.body) // 2, S("assign", target="marked", value=marker))
+    assert program.size() > 15
+
+    def fails(candidate: Program) -> bool:
+        return "cb.max(i32(7), i32(7))" in candidate.source()
+    small = shrink(program, fails)
+    assert fails(small) and small.size() <= 2, small.source()
+
+
+@pytest.mark.parametrize("target", ["cpu-p8-O1"])
+def test_a_planted_miscompile_is_caught_and_shrunk(monkeypatch, target):
+    """A wrong result on one device (here: every i32 add on the CPU backend made a sub) is found."""
+    from cubepy.backends.cpu import expr
+
+    from .campaign import check
+    from .shrink import same_failure
+
+    original = expr.ExprMixin._binary
+
+    def wrong(self, code, x, y, t):
+        return original(self, "sub" if code == "add" and t.dtype.name == "i32" else code, x, y, t)
+    monkeypatch.setattr(expr.ExprMixin, "_binary", wrong)
+    found = None
+    for seed in range(40):
+        out = check(seed, (target,))
+        if out["targets"].get(target, ("ok",))[0] == "mismatch":
+            found = seed, out["targets"][target]
+            break
+    assert found is not None, "no kernel of 40 showed the planted bug"
+    seed, status = found
+    small = shrink(generate(seed), same_failure(target, status), budget=150)
+    assert small.size() < generate(seed).size() and " + " in small.source()
