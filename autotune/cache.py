@@ -1,8 +1,9 @@
 """The on-disk tuning cache: one SQLite database, ``$CUBEPY_CACHE_DIR/autotune/tuning.sqlite3``.
 
-``measurements`` keeps one row per (kernel, source hash, device, key, config): its time, the
-interval, or why it was not timed (``failed``: the device refused it; ``wrong``: its output
-differed from the default config's). ``choices`` keeps the outcome of each search: per (kernel,
+``measurements`` keeps one row per (kernel, source hash, device, key, checks, config): its time,
+the interval, or why it was not timed (``failed``: the device refused it; ``wrong``: its output
+differed from the default config's). ``checks`` names the verification (the reference config and
+the tolerances), so that other checks measure again. ``choices`` keeps the outcome of each search: per (kernel,
 source, device, key, space and strategy) the config chosen, so that a later process uses it
 without searching. A new config in a space measures only itself; an edited kernel (another
 source hash) or another device starts afresh.
@@ -24,9 +25,9 @@ from cubepy import settings
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS measurements (
-    kernel TEXT, source TEXT, device TEXT, key TEXT, config TEXT,
+    kernel TEXT, source TEXT, device TEXT, key TEXT, checks TEXT, config TEXT,
     ms REAL, low REAL, high REAL, samples INTEGER, status TEXT, detail TEXT, at REAL,
-    PRIMARY KEY (kernel, source, device, key, config));
+    PRIMARY KEY (kernel, source, device, key, checks, config));
 CREATE TABLE IF NOT EXISTS choices (
     kernel TEXT, source TEXT, device TEXT, key TEXT, search TEXT,
     config TEXT, ms REAL, evaluations INTEGER, seconds REAL, at REAL,
@@ -63,27 +64,28 @@ class TuningCache:
         except sqlite3.Error:           # a read-only or broken cache folder: tune without it
             return None
 
-    def measurements(self, key: str) -> dict[str, Entry]:
-        """Every config measured for ``key``, by label."""
+    def measurements(self, key: str, checks: str) -> dict[str, Entry]:
+        """Every config measured for ``key`` under ``checks``, by label."""
         db = self._connect()
         if db is None:
             return {}
         with db:
             rows = db.execute("SELECT config, ms, status, detail, low, high, samples FROM measurements WHERE "
-                              "kernel=? AND source=? AND device=? AND key=?", (*self.identity, key)).fetchall()
+                              "kernel=? AND source=? AND device=? AND key=? AND checks=?",
+                              (*self.identity, key, checks)).fetchall()
         db.close()
         return {label: Entry(float("inf") if ms is None else ms, status, detail or "", low or 0.0, high or 0.0,
                              samples or 0) for label, ms, status, detail, low, high, samples in rows}
 
-    def put(self, key: str, measured: dict[str, Entry]) -> None:
-        """Add measurements of ``key`` (by config label), in one transaction."""
+    def put(self, key: str, checks: str, measured: dict[str, Entry]) -> None:
+        """Add measurements of ``key`` under ``checks`` (by config label), in one transaction."""
         db = self._connect()
         if db is None or not measured:
             return
         now = time.time()
         with db:
-            db.executemany("INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                           [(*self.identity, key, label, None if e.ms == float("inf") else e.ms, e.low, e.high,
+            db.executemany("INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           [(*self.identity, key, checks, label, None if e.ms == float("inf") else e.ms, e.low, e.high,
                              e.samples, e.status, e.detail, now) for label, e in measured.items()])
         db.close()
 

@@ -14,6 +14,11 @@ Either way a sample is one batch (``reps`` launches, or as many as fill ``sample
 their median (distribution-free, from order statistics) is within ``rel_ci`` of it. The time of a
 config is that median, which outliers (a preempted sample, a clock step) do not move; samples
 beyond the upper quartile plus three interquartile ranges are counted as outliers and reported.
+
+A slow spell longer than one config's measurement (another process on the machine, a GPU's clock
+change) moves a whole median. So at the end of a search the best few configs are timed again
+*interleaved* (`time_interleaved`: rounds of one sample each, the order rotating), and the choice
+is made on those times.
 """
 
 from __future__ import annotations
@@ -117,6 +122,31 @@ def time_launches(launch: Callable[[], None], dev: Device, measure: Measure) -> 
             break
     low, high = median_interval(samples)
     return Timing(statistics.median(samples), low, high, len(samples), reps, outliers(samples))
+
+
+def time_interleaved(launches: list[Callable[[], None]], dev: Device, measure: Measure,
+                     rounds: int = 9) -> list[Timing]:
+    """Time several candidates in turns: ``rounds`` rounds of one sample each, the order rotating
+    every round, so that a slow spell of the machine (another process, a clock change) falls on
+    all of them alike rather than on whichever was being measured then."""
+    sampler = HostSampler(dev) if dev.host_memory else QueuedSampler(dev)
+    reps = []
+    for launch in launches:
+        launch()
+        dev.synchronize()
+        one = min(sampler.sample(launch, 1) for _ in range(3))
+        reps.append(measure.reps or max(1, min(10_000, int(measure.sample_ms / max(one, 1e-6)))))
+    samples: list[list[float]] = [[] for _ in launches]
+    order = list(range(len(launches)))
+    for r in range(rounds):
+        shift = r % len(order)
+        for i in order[shift:] + order[:shift]:
+            samples[i].append(sampler.sample(launches[i], reps[i]) / reps[i])
+    out = []
+    for values, count in zip(samples, reps):
+        low, high = median_interval(values)
+        out.append(Timing(statistics.median(values), low, high, len(values), count, outliers(values)))
+    return out
 
 
 class HostSampler:

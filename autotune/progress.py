@@ -53,6 +53,11 @@ class Reporter:
             print(f"autotune {self.kernel}: {self.done} configs evaluated, best {self.best:.4f} ms "
                   f"({self.best_label}), {self.last_line - self.began:.1f} s", file=sys.stderr, flush=True)
 
+    def confirmed(self, label: str, ms: float) -> None:
+        logger.debug("autotune '%s' on %s: %s: %.4f ms timed again, interleaved", self.kernel, self.device, label, ms)
+        if self.print:
+            print(f"autotune {self.kernel} [again] {label}: {ms:.4f} ms (interleaved)", file=sys.stderr, flush=True)
+
     def finish(self, label: str, ms: float, evaluations: int, measured: int, seconds: float, compiles: str) -> None:
         if self.bar is not None:
             self.bar.close()

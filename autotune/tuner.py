@@ -24,7 +24,7 @@ from cubepy.runtime.kernel import KernelFunction
 
 from . import pool, search
 from .cache import Entry, TuningCache
-from .measure import Measure, time_launches
+from .measure import Measure, time_interleaved, time_launches
 from .progress import Reporter
 from .shipped import ConfigFile, device_id, kernel_id, loaded
 from .space import Config, Space, fits
@@ -73,7 +73,7 @@ class Tuned:
                  max_seconds: float | None = None, seed: int = 0, max_rounds: int = 40, rel_ci: float = 0.01,
                  verify: bool = True, rtol: float = 1e-4, atol: float = 1e-5, workers: int | None = None,
                  progress: bool | None = None, configs: str | os.PathLike | None = None,
-                 on_mismatch: str = "tune"):
+                 on_mismatch: str = "tune", confirm: int = 3):
         if not isinstance(kernel, KernelFunction):
             raise ArgumentTypeError(f"cb.autotune takes a @cb.kernel, got {type(kernel).__name__}")
         sig = kernel.signature
@@ -105,7 +105,7 @@ class Tuned:
         self.strategy, self.max_evals, self.max_seconds, self.seed = strategy, max_evals, max_seconds, seed
         self.measure = Measure(reps=reps, rounds=rounds, max_rounds=max(rounds, max_rounds), rel_ci=rel_ci)
         self.verify, self.tolerance = verify, Tolerance(rtol, atol)
-        self.workers, self.progress, self.on_mismatch = workers, progress, on_mismatch
+        self.workers, self.progress, self.on_mismatch, self.confirm = workers, progress, on_mismatch, max(1, confirm)
         self.configs_file = None if configs is None else ConfigFile.read(configs)
         if self.configs_file is not None:
             self.configs_file.require(kernel)
@@ -220,7 +220,8 @@ class Tuned:
         budget = search.Budget(self.kernel.__name__, max_evals, max_seconds)
         chosen = search.choose(strategy, space, budget, self.kernel.__name__)
         cache = self._cache(dev)
-        known = cache.measurements(key)
+        checks = self._checks(space)
+        known = cache.measurements(key, checks)
         arguments = Arguments(self.kernel, args, dev)
         reporter = Reporter(self.kernel.__name__, dev.name, key, len(space), strategy if strategy != "auto" else
                             f"auto ({chosen.__name__})", self.progress)
@@ -242,7 +243,7 @@ class Tuned:
                     entry = fresh[config.label] = known[config.label] = self._evaluate(config, arguments, dev, state)
                 reporter.config(config.label, entry.ms, entry.status, entry.detail, cached)
                 out[config] = entry.ms if entry.status == "ok" else float("inf")
-            cache.put(key, fresh)
+            cache.put(key, checks, fresh)
             state["measured"] += len(fresh)
             return out
 
@@ -252,12 +253,14 @@ class Tuned:
         ok = {c: ms for c, ms in objective.values.items() if ms < float("inf")}
         if not ok:
             self._raise_failure(space, objective, known, arguments, dev, state)
-        best = min(ok, key=ok.__getitem__)
+        best = self._confirm(sorted(ok, key=ok.__getitem__)[:self.confirm], ok, arguments, dev, known, cache, key,
+                             checks, reporter)
         seconds = time.perf_counter() - began
         after = cb.compile_stats()
         compiles = {"compiles": after["compiles"] - stats_before["compiles"],
                     "disk_loads": after["disk_loads"] - stats_before["disk_loads"],
                     **{f"worker_{k}": v for k, v in worker_stats.items()}}
+        objective.values.update(ok)
         labels = {c.label: c for c in objective.values}
         result = Result(best, ok[best], "measured", device_id(dev.properties), key, chosen.__name__,
                         len(objective.values), state["measured"], seconds,
@@ -269,6 +272,22 @@ class Tuned:
         cache.choose(key, self._search_id(space, strategy, max_evals, max_seconds), best.to_json(), ok[best],
                      len(objective.values), seconds)
         return self._record(result)
+
+    def _confirm(self, top: list[Config], ok: dict, arguments: Arguments, dev: Device, known: dict, cache, key: str,
+                 checks: str, reporter: Reporter) -> Config:
+        """Time the best few configs again, interleaved, and choose among them on those times."""
+        if len(top) < 2:
+            return top[0]
+        launches = [self._launcher(c, arguments, dev)[0] for c in top]
+        timings = time_interleaved(launches, dev, self.measure)
+        confirmed = {}
+        for config, timing in zip(top, timings):
+            ok[config] = timing.ms
+            confirmed[config.label] = known[config.label] = Entry(timing.ms, "ok", "", timing.low, timing.high,
+                                                                   timing.samples)
+            reporter.confirmed(config.label, timing.ms)
+        cache.put(key, checks, confirmed)
+        return min(top, key=ok.__getitem__)
 
     def _evaluate(self, config: Config, arguments: Arguments, dev: Device, state: dict) -> Entry:
         """Run a config once on fresh arguments, check its output, then time it."""
@@ -384,9 +403,15 @@ class Tuned:
     def _cache(self, dev: Device) -> TuningCache:
         return TuningCache(kernel_id(self.kernel), self.kernel.source_digest, _device_key(dev))
 
+    def _checks(self, space: Space) -> str:
+        """What a measurement's verification was (rows of other checks are measured again)."""
+        if not self.verify:
+            return "unchecked"
+        return f"against {space.default.label}, rtol={self.tolerance.rtol}, atol={self.tolerance.atol}"
+
     def _search_id(self, space: Space, strategy: str, max_evals, max_seconds) -> str:
-        checks = f"verify={self.verify},rtol={self.tolerance.rtol},atol={self.tolerance.atol}"
-        return f"{strategy}|evals={max_evals}|seconds={max_seconds}|seed={self.seed}|{checks}|{space.digest_text}"
+        return (f"{strategy}|evals={max_evals}|seconds={max_seconds}|seed={self.seed}|{self._checks(space)}|"
+                f"{space.digest_text}")
 
     def _key_text(self, args: tuple) -> str:
         """The key as text (what the disk cache stores): shapes as ints, dtypes by name."""
@@ -452,7 +477,8 @@ def autotune(kernel: KernelFunction, grid: Callable, *, key: Callable | None = N
     (``workers`` processes, default one per core; 0 for none) and timed as `cubepy.autotune.measure`
     says (``reps`` launches per sample, at least ``rounds`` samples, more until the 95% interval
     of the median is within ``rel_ci``), on copies of the arguments the kernel writes, so the
-    caller's arrays see exactly one launch. Later calls launch the chosen config directly.
+    caller's arrays see exactly one launch. The best ``confirm`` configs are then timed again,
+    interleaved, and the fastest of those is chosen. Later calls launch it directly.
 
     Example::
 

@@ -89,7 +89,8 @@ def mismatch(want: dict[str, np.ndarray], got: dict[str, np.ndarray], tol: Toler
             first = np.unravel_index(int(np.argmax(bad)), bad.shape)
             index = first[0] if len(first) == 1 else tuple(int(i) for i in first)
             return (f"'{name}' differs in {count} of {expected.size} elements, first at index {index}: "
-                    f"{actual[first]!r} instead of {expected[first]!r} (rtol={tol.rtol}, atol={tol.atol})")
+                    f"{actual[first].item()!r} instead of {expected[first].item()!r} "
+                    f"(rtol={tol.rtol}, atol={tol.atol})")
     return None
 
 
