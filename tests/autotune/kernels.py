@@ -50,3 +50,20 @@ def lines_grid(args, dim, chosen):
     """Cubes for ``len(x)`` elements, ``per_unit`` Lines of the chosen width per unit."""
     per_cube = dim[0] * chosen["per_unit"] * chosen.lines.get("x", 1)
     return (len(args[0]) + per_cube - 1) // per_cube
+
+
+def targets(device):
+    """What ``cubepy tune tests.autotune.kernels:targets`` tunes: axpy at two sizes, on inputs
+    drawn from the test seed."""
+    import os
+
+    import numpy as np
+    from cubepy.autotune import autotune
+
+    rng = np.random.default_rng(int(os.environ.get("CUBEPY_TEST_SEED", "0")))
+    tuned = autotune(axpy, lines_grid, dims=[32, 64], comptime={"per_unit": [1, 2]}, workers=0, rounds=2)
+    pairs = []
+    for n in (1024, 4096):
+        x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        pairs.append((tuned, (x, y, 0.5)))
+    return pairs
