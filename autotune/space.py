@@ -197,6 +197,22 @@ class Space:
                         out.append(found)
         return list(dict.fromkeys(out))
 
+    def lines_through(self, config: Config) -> list[Config]:
+        """Valid configs that differ from ``config`` on one axis only (any value of it), and the
+        reshaped cubes of `neighbours`: what one move of the pattern search can reach."""
+        here = self.coords(config)
+        sizes = [len(e) for e in self.extents] + [len(a) for a in self.axes]
+        out = []
+        for i, size in enumerate(sizes):
+            moved = list(here)
+            for value in range(size):
+                if value != here[i]:
+                    moved[i] = value
+                    found = self._coords.get(tuple(moved))
+                    if found is not None:
+                        out.append(found)
+        return list(dict.fromkeys(out + self.neighbours(config)))
+
     # --- building -----------------------------------------------------------------------------
 
     def _enumerate(self) -> list[Config]:

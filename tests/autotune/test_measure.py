@@ -42,7 +42,7 @@ def test_a_timing_reports_its_samples_and_interval(rng):
 
 
 @pytest.mark.filterwarnings("ignore::cubepy.TransferWarning")
-@pytest.mark.parametrize("name, runs", [("cpu", 10), ("opencl", 4)])      # opencl: the queued timer (PoCL)
+@pytest.mark.parametrize("name, runs", [("cpu", 10), ("opencl", 4), ("cuda", 10)])   # opencl: PoCL, queued
 def test_ten_tunings_in_a_row_pick_the_same_config(name, runs, rng, tmp_path, monkeypatch):
     if not next(d for d in cb.devices() if d.backend_name == name).available:
         pytest.skip(f"no {name} device")
