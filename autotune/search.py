@@ -65,7 +65,7 @@ class Evaluations:
         new = [c for c in dict.fromkeys(configs) if c not in self.values]
         if new:
             left = self.budget.evals_left(len(self.values))
-            if left <= 0 or self.budget.out_of_time():
+            if left <= 0 or (self.values and self.budget.out_of_time()):     # the first batch always runs
                 raise Exhausted
             cut = len(new) > left
             done = self.evaluate(new[:int(min(left, len(new)))], self.budget.out_of_time)

@@ -157,6 +157,10 @@ class Tuned:
         self._chosen.clear()
         return result
 
+    def run(self, config: Config, *args, device: Device | str | None = None) -> None:
+        """Launch ``config`` (any config of the space, chosen or not) on these arguments, in place."""
+        self._launch(config, args, self._device(device))
+
     def space(self, device: Device | str | None = None) -> Space:
         """The candidates on a device."""
         dev = self._device(device)
@@ -452,9 +456,14 @@ class ReferenceFailed(CubeError):
 register_entry_point(Tuned, "__call__")
 
 
-def autotune(kernel: KernelFunction, grid: Callable, *, key: Callable | None = None, dims=None,
+def autotune(kernel: KernelFunction, grid: Callable, *, key: Callable | None = None, dims: list | None = None,
              comptime: dict[str, list] | None = None, reps: int | None = None, rounds: int = 5,
-             **options: Any) -> Tuned:
+             lines: dict | None = None, fastmath: list | None = None, valid: Callable[[Config], bool] | None = None,
+             default: Config | dict | None = None, strategy: str = "auto", max_evals: int | None = None,
+             max_seconds: float | None = None, seed: int = 0, max_rounds: int = 40, rel_ci: float = 0.01,
+             confirm: int = 3, verify: bool = True, rtol: float = 1e-4, atol: float = 1e-5,
+             workers: int | None = None, progress: bool | None = None, configs: str | os.PathLike | None = None,
+             on_mismatch: str = "tune") -> Tuned:
     """Tune ``kernel``'s launch shape (and chosen Comptime values, Line widths, fastmath) on the
     device it runs on.
 
@@ -487,7 +496,10 @@ def autotune(kernel: KernelFunction, grid: Callable, *, key: Callable | None = N
         tuned = autotune(saxpy, grid=lambda args, dim: (len(args[0]) + dim[0] - 1) // dim[0])
         tuned(x, y, 2.0)              # searched once per array size and device, then cached
     """
-    return Tuned(kernel, grid, key, dims, comptime, reps, rounds, **options)
+    return Tuned(kernel, grid, key, dims, comptime, reps, rounds, lines=lines, fastmath=fastmath, valid=valid,
+                 default=default, strategy=strategy, max_evals=max_evals, max_seconds=max_seconds, seed=seed,
+                 max_rounds=max_rounds, rel_ci=rel_ci, confirm=confirm, verify=verify, rtol=rtol, atol=atol,
+                 workers=workers, progress=progress, configs=configs, on_mismatch=on_mismatch)
 
 
 def _device_key(dev: Device) -> str:

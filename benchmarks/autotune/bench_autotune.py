@@ -15,8 +15,9 @@ Parts (``--parts``, default all):
 - ``repeat``: ten tunings in a row, each with an empty tuning cache, of `kernels.busy_copy` (costs
   3x and more apart) and of a polyval space of 16 configs: the picks, and the gap between the two
   best configs of each run.
-- ``compiles``: eight cube shapes of polyval compiled in the tuning process, then in the worker
-  pool (each into an empty compile cache): wall time and compile counts.
+- ``compiles``: one cube shape of polyval compiled, eight compiled one after another, and eight
+  compiled by the tuner's worker pool and then loaded from the disk cache (each into an empty
+  compile cache): wall time and compile counts.
 
 The table is printed; ``--out`` gets everything as JSON. On the CPU the device has one thread
 (``--threads``): a launch split over threads waits for the slowest, which other processes on a
@@ -34,7 +35,8 @@ import tempfile
 import time
 
 import numpy as np
-from cubepy.autotune import STRATEGIES, Budget, Evaluations, Space, autotune, shapes
+from cubepy.autotune import STRATEGIES, Budget, Evaluations, Measure, Space, autotune, pool, shapes
+from cubepy.autotune.measure import time_interleaved
 from cubepy.autotune.search import run
 
 import cubepy as cb
@@ -98,6 +100,12 @@ def part_real(args, dev) -> dict:
     with tempfile.TemporaryDirectory() as fresh:
         live = autotune(polyval, polyval_grid, strategy="pattern", max_evals=len(space) // 10, seed=1, **options)
         live_result = _with_tuning_cache(fresh, lambda: live.tune(x, y, device=dev))
+    # Both choices timed again side by side: the exhaustive best is the minimum of 1,200 noisy
+    # times (biased low), and the machine's speed drifts between the two searches.
+    x_dev, y_dev = cb.preload(x, device=dev), cb.preload_mut(y, device=dev)
+    side = [by_label[best_label], live_result.config]
+    again = time_interleaved([lambda c=c: exhaustive.run(c, x_dev, y_dev, device=dev) for c in side], dev,
+                             Measure(), rounds=21)
     return {"kernel": "polyval", "n": args.n, "configs": len(space), "exhaustive_seconds": wall,
             "exhaustive_best": best_label, "exhaustive_best_ms": full.times[best_label],
             "rejected": len(full.rejected), "failed": len(full.failed), "exhaustive_compiles": full.compiles,
@@ -106,7 +114,9 @@ def part_real(args, dev) -> dict:
                              "chosen": live_result.config.label, "chosen_ms_live": live_result.ms,
                              "chosen_ms_exhaustive": full.times.get(live_result.config.label),
                              "gap_vs_exhaustive_best": full.times.get(live_result.config.label, float("nan")) /
-                             full.times[best_label] - 1, "compiles": live_result.compiles}}
+                             full.times[best_label] - 1, "compiles": live_result.compiles,
+                             "side_by_side_ms": {"exhaustive best": again[0].ms, "live choice": again[1].ms},
+                             "side_by_side_gap": again[1].ms / again[0].ms - 1}}
 
 
 def _with_tuning_cache(folder: str, action):
@@ -136,6 +146,8 @@ def part_repeat(args, dev) -> dict:
         "polyval 8 cube sizes x per_unit 1,4 (Lines of 4)": (polyval, polyval_grid, {
             "dims": [8, 16, 32, 64, 128, 256, 512, 1024], "comptime": {"per_unit": [1, 4], "unroll": [1]},
             "lines": {("x", "y"): [4]}}),
+        "polyval Line widths 1, 4, 16": (polyval, polyval_grid, {
+            "dims": [64], "comptime": {"per_unit": [4], "unroll": [1]}, "lines": {("x", "y"): [1, 4, 16]}}),
     }
     for name, (kernel, grid, options) in cases.items():
         picks, gaps, seconds = [], [], []
@@ -154,27 +166,41 @@ def part_repeat(args, dev) -> dict:
 
 
 def part_compiles(args, dev) -> dict:
+    """One compile, eight cube shapes compiled one after another, and the same eight compiled by the
+    tuner's worker pool then loaded by this process; each into an empty compile cache and with
+    per_unit values no other part compiles (so nothing is in memory either)."""
     x = np.random.default_rng(2).random(1 << 16).astype(np.float32)
+    y = np.zeros_like(x)
+    shapes8 = [8, 16, 32, 64, 128, 256, 512, 1024]
+    cases = [("one shape, in this process", [64], 3, False), ("eight shapes, in this process", shapes8, 5, False),
+             ("eight shapes, worker pool (started now)", shapes8, 6, True),
+             ("eight shapes, worker pool (running)", shapes8, 7, True)]
     out = {}
-    # per_unit values no other part uses: nothing is compiled yet, in this process or the workers
-    for label, workers, per_unit in (("in the tuning process", 0, 3), ("worker pool, first use", None, 5),
-                                     ("worker pool, started", None, 6)):
+    for label, dims, per_unit, parallel in cases:
         with tempfile.TemporaryDirectory() as fresh:
             old = os.environ.get("CUBEPY_CACHE_DIR")
             os.environ["CUBEPY_CACHE_DIR"] = fresh
             try:
-                tuned = autotune(polyval, polyval_grid, dims=[8, 16, 32, 64, 128, 256, 512, 1024],
-                                 comptime={"per_unit": [per_unit], "unroll": [1]}, workers=workers, rounds=2,
-                                 max_rounds=3, confirm=1)
+                before = cb.compile_stats()
                 began = time.perf_counter()
-                result = tuned.tune(x, np.zeros_like(x), device=dev)
+                workers = {}
+                if parallel:
+                    jobs = [(polyval, pool.placeholders(polyval.signature, (x, y, per_unit, 1), {}), (d, 1, 1), {})
+                            for d in dims]
+                    workers = pool.compile_all(jobs, dev, pool.workers_for(len(jobs), None))
+                pooled = time.perf_counter() - began
+                for d in dims:
+                    polyval.compile(x, y, per_unit, 1, dim=d, device=dev)
                 wall = time.perf_counter() - began
+                after = cb.compile_stats()
             finally:
                 if old is None:
                     os.environ.pop("CUBEPY_CACHE_DIR", None)
                 else:
                     os.environ["CUBEPY_CACHE_DIR"] = old
-        out[label] = {"wall_seconds": wall, "compile_counts": result.compiles, "configs": result.evaluations}
+        out[label] = {"wall_seconds": wall, "pool_seconds": pooled if parallel else None,
+                      "this_process": {k: after[k] - before[k] for k in ("compiles", "disk_loads")},
+                      "workers": workers, "workers_used": pool.workers_for(len(dims), None) if parallel else 0}
     return out
 
 
@@ -215,7 +241,8 @@ def report(name: str, data: dict) -> str:
                   f"{data['failed']} failed; {data['exhaustive_compiles']})", *_rows(data["replay"])]
         live = data["live_pattern"]
         lines.append(f"live pattern search, {live['evaluations']} evaluations in {live['seconds']:.1f} s: "
-                     f"{live['chosen']}, {live['gap_vs_exhaustive_best'] * 100:+.2f}% vs the exhaustive best")
+                     f"{live['chosen']}, {live['gap_vs_exhaustive_best'] * 100:+.2f}% vs the exhaustive best by the "
+                     f"exhaustive times, {live['side_by_side_gap'] * 100:+.2f}% timed side by side")
     elif name == "repeat":
         for case, entry in data.items():
             lines.append(f"{case}: same pick 10/10: {entry['same_pick_every_time']} ({entry['picks'][0]}; "
@@ -223,7 +250,9 @@ def report(name: str, data: dict) -> str:
                          f"{entry['top_two_gap_min'] * 100:.1f}%; {entry['seconds_median']:.2f} s per tuning)")
     else:
         for label, entry in data.items():
-            lines.append(f"8 shapes, {label}: {entry['wall_seconds']:.2f} s, {entry['compile_counts']}")
+            pooled = "" if entry["pool_seconds"] is None else (f" ({entry['pool_seconds']:.2f} s in "
+                                                               f"{entry['workers_used']} workers: {entry['workers']})")
+            lines.append(f"{label}: {entry['wall_seconds']:.2f} s{pooled}; this process {entry['this_process']}")
     return "\n".join(lines)
 
 

@@ -138,3 +138,12 @@ def test_a_search_over_lines_and_fastmath_on_a_real_kernel_stays_within_its_budg
     assert len(tuned.space("cpu")) == 16 and result.config in tuned.space("cpu")
     tuned(x, y, 0.5, device="cpu")
     np.testing.assert_allclose(y, y0 + 0.5 * x, rtol=1e-6)
+
+
+def test_a_tiny_time_budget_still_evaluates_the_first_config(rng):
+    x = rng.standard_normal(1024).astype(np.float32)
+    y = rng.standard_normal(1024).astype(np.float32)
+    tuned = autotune(axpy, lines_grid, dims=[32, 64, 128, 256], comptime={"per_unit": [1, 2]}, strategy="random",
+                     max_seconds=1e-9, workers=0)
+    result = tuned.tune(x, y, 0.5, device="cpu")
+    assert result.evaluations == 1 and result.config == tuned.space("cpu").default
