@@ -8,6 +8,9 @@ the launch shape, and calls ``kernel.compile``; the disk cache's per-entry lock 
 be built once across processes. Eight cube shapes then cost about one compile's wall time (given
 eight cores), and `cubepy.compile_stats` in the tuning process shows disk loads, not compiles.
 
+Backends without a disk cache of compiled code gain nothing (the interpreter compiles nothing;
+OpenCL programs are built by the driver, in process): they compile in the tuning process.
+
 The pool is started on first use (``spawn``: safe with GPU drivers and the CPU backend's threads)
 and kept for the life of the process.
 """
@@ -30,6 +33,9 @@ from cubepy.lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
 from cubepy.log import logger
 
 _pools: dict[int, ProcessPoolExecutor] = {}
+# Backends that keep compiled code in the disk cache (docs/design.md), so that a worker's compile
+# is the tuning process's disk load; one found not to (a load that compiled) is removed.
+DISK_CACHED: set[str] = {"cpu", "cuda", "hip"}
 
 
 def placeholders(signature, args: tuple, named: dict) -> list | None:

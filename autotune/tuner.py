@@ -341,7 +341,7 @@ class Tuned:
         """Compile the configs of a batch in worker processes (see `pool`), where that pays."""
         todo = [c for c in todo if (id(dev), c) not in self._compiled_here]
         workers = pool.workers_for(len(todo), self.workers)
-        if workers < 2 or dev.backend_name == "interp":
+        if workers < 2 or dev.backend_name not in pool.DISK_CACHED:
             return {}
         jobs = []
         for config in todo:
@@ -352,6 +352,17 @@ class Tuned:
             jobs.append((variant, small, dim, {}))
         done = pool.compile_all(jobs, dev, workers)
         self._compiled_here.update((id(dev), c) for c in todo)
+        # A backend that kept nothing on disk would compile everything twice: if the first config
+        # compiles here again instead of loading, use no pool on it from now on.
+        before = cb.compile_stats()["compiles"]
+        try:
+            self._launcher(todo[0], arguments, dev)
+        except CubeError:
+            pass
+        if cb.compile_stats()["compiles"] > before:
+            pool.DISK_CACHED.discard(dev.backend_name)
+            logger.info("autotune: device '%s' keeps no compiled code on disk: candidates compile in the tuning "
+                        "process", dev.name)
         return done
 
     def _raise_failure(self, space, objective, known, arguments, dev, state) -> None:

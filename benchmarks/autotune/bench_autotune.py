@@ -87,7 +87,7 @@ def part_real(args, dev) -> dict:
     rng = np.random.default_rng(0)
     x = rng.random(args.n).astype(np.float32) * 2 - 1
     y = np.zeros_like(x)
-    options = polyval_space(dev.properties)
+    options = polyval_space(dev.properties, quick=args.quick)
     began = time.perf_counter()
     exhaustive = autotune(polyval, polyval_grid, strategy="exhaustive", **options)
     full = exhaustive.tune(x, y, device=dev)
@@ -212,6 +212,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=20, help="search seeds per strategy and budget")
     parser.add_argument("--parts", default="synthetic,repeat,compiles,real")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("--quick", action="store_true", help="16 configs in the real part: to check that it runs")
     args = parser.parse_args(argv)
     dev = cb.device("cpu", threads=args.threads) if args.device == "cpu" else cb.device(args.device)
     os.environ.setdefault("CUBEPY_CACHE_DIR", tempfile.mkdtemp(prefix="cubepy-autotune-bench-"))

@@ -27,9 +27,13 @@ def polyval_grid(args, dim, chosen):
     return (len(args[0]) + per_cube - 1) // per_cube
 
 
-def polyval_space(props) -> dict:
+def polyval_space(props, quick: bool = False) -> dict:
     """``autotune`` options of a space of 1,200 configs on a device of 1024 units per cube: 8 cube
-    sizes x 15 (per_unit, unroll) pairs x 5 Line widths x 2 fastmath modes."""
+    sizes x 15 (per_unit, unroll) pairs x 5 Line widths x 2 fastmath modes (``quick``: 16 of
+    them, to check that the benchmark runs)."""
+    if quick:
+        return {"dims": [64, 256], "comptime": {"per_unit": [1, 4], "unroll": [1]}, "lines": {("x", "y"): [1, 4]},
+                "fastmath": [None, "algebraic"]}
     top = min(1024, props.max_units_per_cube)
     dims, size = [], 8
     while size <= top:

@@ -4,6 +4,7 @@ disk cache: it compiles none of them itself (the counts come from cb.compile_sta
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from cubepy.autotune import autotune
 
 from tests.autotune.kernels import axpy, lines_grid
@@ -37,3 +38,17 @@ def test_fastmath_and_line_width_variants_compile_in_the_workers_too(rng, tmp_pa
                      fastmath=[None, "algebraic"], workers=2, rounds=2)
     result = tuned.tune(x, y, 0.5, device="cpu")
     assert result.compiles["compiles"] == 0 and result.compiles["worker_compiles"] == 4
+
+
+def test_a_backend_without_compiled_code_on_disk_compiles_in_the_tuning_process(rng, tmp_path, monkeypatch):
+    import cubepy as cb
+
+    if not next(d for d in cb.devices() if d.backend_name == "opencl").available:
+        pytest.skip("no OpenCL device")
+    monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path))
+    x = rng.standard_normal(4096).astype(np.float32)
+    y = rng.standard_normal(4096).astype(np.float32)
+    tuned = autotune(axpy, lines_grid, dims=EIGHT_SHAPES[2:6], comptime={"per_unit": [2]}, workers=2, rounds=2)
+    compiles = tuned.tune(cb.preload(x, device="opencl"), cb.preload_mut(y, device="opencl"), 0.5,
+                          device="opencl").compiles
+    assert compiles["compiles"] >= 4 and "worker_compiles" not in compiles      # OpenCL builds in process
