@@ -42,19 +42,23 @@ def test_a_timing_reports_its_samples_and_interval(rng):
 
 
 @pytest.mark.filterwarnings("ignore::cubepy.TransferWarning")
-@pytest.mark.parametrize("name, runs", [("cpu", 10), ("opencl", 4), ("cuda", 10)])   # opencl: PoCL, queued
-def test_ten_tunings_in_a_row_pick_the_same_config(name, runs, rng, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name, runs, n, work", [
+    ("cpu", 10, 1 << 16, [256, 1, 64]),
+    ("opencl", 4, 1 << 16, [256, 1, 64]),           # PoCL: the queued timer, behind the spin kernel
+    ("cuda", 10, 1 << 22, [1024, 1, 256]),          # enough work per launch that launches do not hide it
+])
+def test_ten_tunings_in_a_row_pick_the_same_config(name, runs, n, work, rng, tmp_path, monkeypatch):
     if not next(d for d in cb.devices() if d.backend_name == name).available:
         pytest.skip(f"no {name} device")
     # One thread: a launch split over threads waits for the slowest, which another process on a
     # shared machine can hold up for a whole time slice.
     device = cb.device("cpu", threads=1) if name == "cpu" else cb.device(name)
-    x = rng.random(1 << 16).astype(np.float32)
+    x = rng.random(n).astype(np.float32)
     picks = []
     for run in range(runs):
         monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path / str(run)))      # nothing cached: measured anew
         y = np.zeros_like(x)
-        tuned = autotune(busy_copy, one_per_unit, dims=[64], comptime={"work": [256, 1, 64]}, workers=0)
+        tuned = autotune(busy_copy, one_per_unit, dims=[64], comptime={"work": work}, workers=0)
         tuned(x, y, device=device)
         result = tuned.results[next(iter(tuned.results))]
         assert result.origin == "measured" and result.measured == 3
