@@ -9,7 +9,8 @@ device's real maxima; measurements kept on disk, choices shippable in a file.
 
 Modules: `space` (the candidates), `search` (strategies and budgets), `measure` (timing),
 `verify` (arguments and output checks), `pool` (parallel compiles), `cache` (SQLite),
-`shipped` (config files), `progress` (what a tuning prints), `tuner` (`autotune`, `Tuned`).
+`shipped` (config files), `progress` (what a tuning prints), `tuner` (`autotune`, `Tuned`),
+`command` (``cubepy tune``).
 """
 
 from .cache import TuningCache

@@ -104,9 +104,11 @@ def compile_all(jobs: list[tuple], dev, workers: int) -> dict[str, int]:
 
 
 def workers_for(jobs: int, requested: int | None) -> int:
-    """How many worker processes to use for ``jobs`` compiles: ``requested``, else one per core."""
+    """How many worker processes to use for ``jobs`` compiles: ``requested``, else one per core
+    where there are at least 4 (on 2 cores, starting workers and sending them jobs cost more than
+    the second core gains: measured by benchmarks/autotune, part ``compiles``)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    most = cores if requested is None else requested
+    most = (cores if cores >= 4 else 0) if requested is None else requested
     return max(0, min(jobs, most))
 
 

@@ -257,8 +257,8 @@ class Tuned:
         ok = {c: ms for c, ms in objective.values.items() if ms < float("inf")}
         if not ok:
             self._raise_failure(space, objective, known, arguments, dev, state)
-        best = self._confirm(sorted(ok, key=ok.__getitem__)[:self.confirm], ok, arguments, dev, known, cache, key,
-                             checks, reporter)
+        top = sorted(ok, key=ok.__getitem__)[:self.confirm if state["measured"] else 1]   # all cached: confirmed before
+        best = self._confirm(top, ok, arguments, dev, known, cache, key, checks, reporter)
         seconds = time.perf_counter() - began
         after = cb.compile_stats()
         compiles = {"compiles": after["compiles"] - stats_before["compiles"],

@@ -187,7 +187,7 @@ def part_compiles(args, dev) -> dict:
                 if parallel:
                     jobs = [(polyval, pool.placeholders(polyval.signature, (x, y, per_unit, 1), {}), (d, 1, 1), {})
                             for d in dims]
-                    workers = pool.compile_all(jobs, dev, pool.workers_for(len(jobs), None))
+                    workers = pool.compile_all(jobs, dev, max(2, pool.workers_for(len(jobs), None)))
                 pooled = time.perf_counter() - began
                 for d in dims:
                     polyval.compile(x, y, per_unit, 1, dim=d, device=dev)
@@ -200,7 +200,7 @@ def part_compiles(args, dev) -> dict:
                     os.environ["CUBEPY_CACHE_DIR"] = old
         out[label] = {"wall_seconds": wall, "pool_seconds": pooled if parallel else None,
                       "this_process": {k: after[k] - before[k] for k in ("compiles", "disk_loads")},
-                      "workers": workers, "workers_used": pool.workers_for(len(dims), None) if parallel else 0}
+                      "workers": workers, "workers_used": max(2, pool.workers_for(len(dims), None)) if parallel else 0}
     return out
 
 
