@@ -9,6 +9,7 @@ import logging
 import multiprocessing
 import sqlite3
 
+import cubepy.bench.progress  # noqa: F401  (see test_cubepy_tune_writes_the_configs_of_its_targets)
 import numpy as np
 import pytest
 from cubepy.autotune import Config, TuningCache, autotune, export_configs, load_configs, unload_configs
@@ -108,6 +109,8 @@ def test_a_config_file_for_other_kernels_or_of_another_format_is_an_error(rng, p
 
 
 def test_cubepy_tune_writes_the_configs_of_its_targets(private_cache, capsys):
+    # main() builds every subcommand's parser, importing cubepy.bench; its progress module binds
+    # sys.stderr when imported, so it is imported above, outside capsys, whose stream closes.
     out = private_cache / "tuned.json"
     assert main(["tune", "tests.autotune.kernels:targets", "--device", "cpu", "--out", str(out),
                  "--strategy", "exhaustive"]) == 0
