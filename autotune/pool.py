@@ -113,8 +113,13 @@ def workers_for(jobs: int, requested: int | None) -> int:
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
-    pool = _pools.get(workers)
-    if pool is None:
+    """The process's pool, of at least ``workers`` (it starts workers as jobs arrive, so a larger
+    pool than a batch needs costs nothing; a pool too small is replaced)."""
+    size, pool = next(iter(_pools.items()), (0, None))
+    if pool is None or size < workers:
+        if pool is not None:
+            pool.shutdown(wait=False)
+        _pools.clear()
         pool = _pools[workers] = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
     return pool
 
