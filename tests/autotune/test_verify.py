@@ -25,7 +25,7 @@ def private_cache(tmp_path, monkeypatch):
 @pytest.mark.parametrize("dev", ONE_PER_BACKEND, indirect=True)
 def test_a_candidate_with_another_answer_is_reported_and_never_chosen(dev, rng, caplog):
     x = rng.standard_normal(2048).astype(np.float32)
-    y = rng.standard_normal(2048).astype(np.float32)
+    y = (2 * x + 1 + rng.random(2048)).astype(np.float32)         # an element left unwritten is wrong
     tuned = autotune(scaled, one_per_unit, dims=[64], comptime={"mode": [0, 1, 2]}, workers=0, rounds=2)
     with caplog.at_level(logging.WARNING, logger="cubepy"):
         tuned(x, y, device=dev)
