@@ -1,16 +1,19 @@
-"""`autotune`: pick a kernel's launch shape (and tuned Comptime values) by measuring on the device."""
+"""`autotune`: pick a kernel's launch shape (and tuned Comptime values, Line widths, fastmath) by
+measuring on the device; `Tuned` is the launcher it returns."""
 
 from __future__ import annotations
 
 import inspect
-import statistics
+import os
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 import cubepy as cb
-from cubepy.errors import ArgumentTypeError, CubeError
+from cubepy.errors import ArgumentTypeError, ArgumentValueError, CubeError
 from cubepy.lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
 from cubepy.log import logger
 from cubepy.runtime.devices import Device, current_device
@@ -19,33 +22,99 @@ from cubepy.runtime.fake_launches import skipped
 from cubepy.runtime.graph_breaks import register_entry_point
 from cubepy.runtime.kernel import KernelFunction
 
-from .cache import TuningCache
-from .space import Config, configs
+from . import pool, search
+from .cache import Entry, TuningCache
+from .measure import Measure, time_interleaved, time_launches
+from .progress import Reporter
+from .shipped import ConfigFile, device_id, kernel_id, loaded
+from .space import Config, Space, fits
+from .verify import Arguments, Tolerance, mismatch
+
+
+class Chosen(dict):
+    """What ``grid(args, dim, chosen)`` gets: the config's Comptime values by name, and its
+    ``dim``, ``lines`` (widths by parameter name) and ``fastmath``."""
+
+    def __init__(self, config: Config):
+        super().__init__(config.comptime)
+        self.dim, self.lines, self.fastmath = config.dim, dict(config.lines), config.fastmath
+
+
+@dataclass
+class Result:
+    """The outcome of tuning one key on one device.
+
+    ``origin``: ``measured`` (a search ran now), ``cache`` (a search of an earlier run), ``shipped``
+    (a loaded config file), ``default`` (a mismatch fell back to the default config)."""
+
+    config: Config
+    ms: float
+    origin: str
+    device: str
+    key: str
+    strategy: str = ""
+    evaluations: int = 0
+    measured: int = 0
+    seconds: float = 0.0
+    rejected: dict[str, str] = field(default_factory=dict)      # label -> how its output differed
+    failed: dict[str, str] = field(default_factory=dict)        # label -> why the device refused it
+    compiles: dict[str, int] = field(default_factory=dict)      # this process's and the workers' counts
+    times: dict[str, float] = field(default_factory=dict)       # label -> ms, of every config evaluated
 
 
 class Tuned:
     """A kernel with its launch shape chosen by measurement. Call it like a launch:
     ``tuned(*args, device=None)``. See `autotune`."""
 
-    def __init__(self, kernel: KernelFunction, grid: Callable, key: Callable | None, dims, comptime: dict | None,
-                 reps: int, rounds: int):
+    def __init__(self, kernel: KernelFunction, grid: Callable, key: Callable | None = None, dims=None,
+                 comptime: dict | None = None, reps: int | None = None, rounds: int = 5, *,
+                 lines: dict | None = None, fastmath: list | None = None, valid: Callable | None = None,
+                 default=None, strategy: str = "auto", max_evals: int | None = None,
+                 max_seconds: float | None = None, seed: int = 0, max_rounds: int = 40, rel_ci: float = 0.01,
+                 verify: bool = True, rtol: float = 1e-4, atol: float = 1e-5, workers: int | None = None,
+                 progress: bool | None = None, configs: str | os.PathLike | None = None,
+                 on_mismatch: str = "tune", confirm: int = 3):
         if not isinstance(kernel, KernelFunction):
             raise ArgumentTypeError(f"cb.autotune takes a @cb.kernel, got {type(kernel).__name__}")
-        names = kernel.signature.names
+        sig = kernel.signature
+        kinds = dict(zip(sig.names, sig.annotations))
         for name in comptime or {}:
-            index = names.index(name) if name in names else -1
-            if index < 0 or not isinstance(kernel.signature.annotations[index], ComptimeSpec):
+            if not isinstance(kinds.get(name), ComptimeSpec):
                 raise ArgumentTypeError(f"autotune: '{name}' is not a Comptime parameter of the kernel",
                                         kernel.__name__)
+        self._line_params = [n for group in (lines or {}) for n in ((group,) if isinstance(group, str) else group)]
+        for name in self._line_params:
+            if not isinstance(kinds.get(name), ArraySpec):
+                raise ArgumentTypeError(f"autotune: lines names '{name}', which is not an array parameter of the "
+                                        "kernel", kernel.__name__)
+        if strategy != "auto" and strategy not in search.STRATEGIES:
+            raise ValueError(f"autotune '{kernel.__name__}': unknown strategy {strategy!r}; choose one of auto, "
+                             f"{', '.join(search.STRATEGIES)}")
+        if on_mismatch not in ("tune", "default"):
+            raise ValueError(f"autotune '{kernel.__name__}': on_mismatch={on_mismatch!r}: use 'tune' (measure) or "
+                             "'default' (launch the default config)")
+        search.Budget(kernel.__name__, max_evals, max_seconds)       # a budget of 0 fails here, not at launch
         self.kernel, self.grid, self.key_of = kernel, grid, key or self._default_key
         self._grid_takes_comptime = len(inspect.signature(grid).parameters) >= 3
-        sig = kernel.signature
         self._kinds = tuple(("tuned" if n in (comptime or {}) else "comptime") if isinstance(a, ComptimeSpec) else
                             "array" if isinstance(a, (ArraySpec, RegionSpec)) else "scalar"
                             for n, a in zip(sig.names, sig.annotations))
-        self.dims, self.comptime, self.reps, self.rounds = dims, dict(comptime or {}), reps, rounds
+        self.dims, self.comptime, self.lines = dims, dict(comptime or {}), lines
+        self.valid, self.default = valid, default
+        self.fastmath = [kernel.fastmath] if fastmath is None else list(fastmath)
+        self.strategy, self.max_evals, self.max_seconds, self.seed = strategy, max_evals, max_seconds, seed
+        self.measure = Measure(reps=reps, rounds=rounds, max_rounds=max(rounds, max_rounds), rel_ci=rel_ci)
+        self.verify, self.tolerance = verify, Tolerance(rtol, atol)
+        self.workers, self.progress, self.on_mismatch, self.confirm = workers, progress, on_mismatch, max(1, confirm)
+        self.configs_file = None if configs is None else ConfigFile.read(configs)
+        if self.configs_file is not None:
+            self.configs_file.require(kernel)
+        self.results: dict[tuple[str, str], Result] = {}      # (device, key text) -> the outcome, for export
         self._best: dict[tuple, Config] = {}
         self._chosen: dict[tuple, Config] = {}     # (device, key of the arguments) -> config, for repeat calls
+        self._spaces: dict[Any, Space] = {}
+        self._variants: dict[str | None, KernelFunction] = {kernel.fastmath: kernel}
+        self._compiled_here: set = set()
         self.measured = 0          # configs measured by this object (cache hits measure none)
 
     # --- public -----------------------------------------------------------------------------
@@ -66,87 +135,298 @@ class Tuned:
         self._launch(config, args, dev)
 
     def best(self, *args, device: Device | str | None = None) -> Config:
-        """The fastest config for these arguments' key on the device: from memory, from the on-disk
-        cache, or measured now (on copies of the arguments the kernel writes)."""
+        """The fastest config for these arguments' key on the device: from memory, a loaded config
+        file, the on-disk cache, or a search now (on copies of the arguments the kernel writes)."""
         dev = self._device(device)
         key = (id(dev), self._key_text(args))
         found = self._best.get(key)
         if found is None:
-            found = self._best[key] = self._tune(args, dev, key[1])
+            found = self._best[key] = self._find(args, dev, key[1]).config
         return found
 
-    # --- tuning -----------------------------------------------------------------------------
+    def tune(self, *args, device: Device | str | None = None, strategy: str | None = None,
+             max_evals: int | None = None, max_seconds: float | None = None) -> Result:
+        """Search now (measurements of earlier runs are reused), whatever files or earlier searches
+        say; the result becomes this key's choice. Arguments override the launcher's settings."""
+        dev = self._device(device)
+        key = self._key_text(args)
+        result = self._search(args, dev, key, strategy or self.strategy,
+                              self.max_evals if max_evals is None else max_evals,
+                              self.max_seconds if max_seconds is None else max_seconds)
+        self._best[(id(dev), key)] = result.config
+        self._chosen.clear()
+        return result
 
-    def _tune(self, args: tuple, dev: Device, key: str) -> Config:
-        candidates = configs(dev.properties, self.dims, self.comptime)
-        if not candidates:
-            raise ArgumentTypeError(f"autotune: no cube size fits device '{dev.name}'", self.kernel.__name__)
-        cache = TuningCache(self.kernel.__name__, self.kernel.source_digest, _device_key(dev))
-        times, fresh, failure = {}, {}, None
-        for config in candidates:
-            ms = cache.get(key, config.label)
-            if ms is None:
-                try:
-                    ms = self._measure(config, args, dev)
-                except CubeError as e:      # a config the kernel or device cannot take
-                    ms, failure = float("inf"), e
-                fresh[(key, config.label)] = ms
-                self.measured += 1
-            times[config] = ms
-        if fresh:
-            cache.put(fresh)
-        best = min(candidates, key=lambda c: times[c])
-        logger.info("autotune '%s' on %s, key %s: %s at %.4f ms (%d of %d configs measured now, the rest cached)",
-                    self.kernel.__name__, dev.name, key, best.label, times[best], len(fresh), len(candidates))
-        if times[best] == float("inf"):      # every config failed: raise why (again, if it was cached)
-            if failure is None:
-                self._measure(best, args, dev)
-            raise failure if failure is not None else ArgumentTypeError("autotune: every config failed",
-                                                                         self.kernel.__name__)
-        return best
+    def run(self, config: Config, *args, device: Device | str | None = None) -> None:
+        """Launch ``config`` (any config of the space, chosen or not) on these arguments, in place."""
+        self._launch(config, args, self._device(device))
 
-    def _measure(self, config: Config, args: tuple, dev: Device) -> float:
-        scratch = self._scratch(args)
-        count, dim, full, named = self._shape(config, scratch)
-        launch = self.kernel.compile(*full, dim=dim, device=dev, **named)[count]     # compiles; not timed
-        launch(*full, **named)
-        dev.synchronize()
-        samples = []
-        for _ in range(self.rounds):
-            start, stop = dev.event(), dev.event()
-            start.record()
-            for _ in range(self.reps):
-                launch(*full, **named)
-            stop.record()
-            samples.append(stop.elapsed_ms(start) / self.reps)
-        return statistics.median(samples)
+    def space(self, device: Device | str | None = None) -> Space:
+        """The candidates on a device."""
+        dev = self._device(device)
+        found = self._spaces.get(dev.properties)
+        if found is None:
+            found = self._spaces[dev.properties] = Space(dev.properties, self.dims, self.comptime, self.lines,
+                                                         self.fastmath, self.valid, self.default, self.kernel.__name__)
+        return found
+
+    # --- finding a config -------------------------------------------------------------------
+
+    def _find(self, args: tuple, dev: Device, key: str) -> Result:
+        ident = device_id(dev.properties)
+        files = ([self.configs_file] if self.configs_file is not None else []) + loaded()
+        reasons = []
+        for file in files:
+            config, why = file.lookup(self.kernel, dev.properties, key)
+            if config is not None:
+                why = self._unusable(config, dev)
+                if not why:
+                    logger.info("autotune '%s' on %s, key %s: %s from %s (not measured)", self.kernel.__name__,
+                                dev.name, key, config.label, file.path)
+                    return self._record(Result(config, float("nan"), "shipped", ident, key))
+            reasons.append(why)
+        space = self.space(dev)
+        if reasons and self.on_mismatch == "default":
+            logger.warning("autotune '%s': %s; launching the default config %s", self.kernel.__name__,
+                           "; ".join(reasons), space.default.label)
+            return self._record(Result(space.default, float("nan"), "default", ident, key))
+        if reasons:
+            logger.warning("autotune '%s': %s; tuning instead", self.kernel.__name__, "; ".join(reasons))
+        strategy, budget = self.strategy, (self.max_evals, self.max_seconds)
+        cache = self._cache(dev)
+        earlier = cache.choice(key, self._search_id(space, strategy, *budget))
+        if earlier is not None:
+            config = Config.from_json(earlier[0])
+            if config in space:
+                logger.info("autotune '%s' on %s, key %s: %s at %.4f ms, chosen by an earlier search of %d configs",
+                            self.kernel.__name__, dev.name, key, config.label, earlier[1], earlier[2])
+                return self._record(Result(config, earlier[1], "cache", ident, key, strategy, earlier[2]))
+        return self._search(args, dev, key, strategy, *budget)
+
+    def _unusable(self, config: Config, dev: Device) -> str:
+        """Why a shipped config cannot run here ("" if it can)."""
+        names = {n for n, _ in config.comptime}
+        if names != set(self.comptime):
+            return f"the shipped config {config.label} sets Comptime {sorted(names)}, the tuner {sorted(self.comptime)}"
+        if not fits(config.dim, dev.properties):
+            return f"the shipped config {config.label} does not fit device '{dev.name}'"
+        return ""
+
+    def _record(self, result: Result) -> Result:
+        self.results[(result.device, result.key)] = result
+        return result
+
+    # --- searching --------------------------------------------------------------------------
+
+    def _search(self, args: tuple, dev: Device, key: str, strategy: str, max_evals, max_seconds) -> Result:
+        began = time.perf_counter()
+        space = self.space(dev)
+        budget = search.Budget(self.kernel.__name__, max_evals, max_seconds)
+        chosen = search.choose(strategy, space, budget, self.kernel.__name__)
+        cache = self._cache(dev)
+        checks = self._checks(space)
+        known = cache.measurements(key, checks)
+        arguments = Arguments(self.kernel, args, dev)
+        reporter = Reporter(self.kernel.__name__, dev.name, key, len(space), strategy if strategy != "auto" else
+                            f"auto ({chosen.__name__})", self.progress)
+        state = {"reference": None, "failure": None, "measured": 0}
+        stats_before = cb.compile_stats()
+        worker_stats: dict[str, int] = {}
+
+        def evaluate(batch: list[Config], out_of_time: Callable[[], bool]) -> dict[Config, float]:
+            todo = [c for c in batch if c.label not in known]
+            for name, count in self._precompile(todo, arguments, dev).items():
+                worker_stats[name] = worker_stats.get(name, 0) + count
+            out, fresh = {}, {}
+            for config in batch:
+                if out and out_of_time():
+                    break
+                entry = known.get(config.label)
+                cached = entry is not None
+                if entry is None:
+                    entry = fresh[config.label] = known[config.label] = self._evaluate(config, arguments, dev, state)
+                reporter.config(config.label, entry.ms, entry.status, entry.detail, cached)
+                out[config] = entry.ms if entry.status == "ok" else float("inf")
+            cache.put(key, checks, fresh)
+            state["measured"] += len(fresh)
+            return out
+
+        objective = search.Evaluations(evaluate, budget)
+        search.run(chosen, space, objective, self.seed)
+        self.measured += state["measured"]
+        ok = {c: ms for c, ms in objective.values.items() if ms < float("inf")}
+        if not ok:
+            self._raise_failure(space, objective, known, arguments, dev, state)
+        top = sorted(ok, key=ok.__getitem__)[:self.confirm if state["measured"] else 1]   # all cached: confirmed before
+        best = self._confirm(top, ok, arguments, dev, known, cache, key, checks, reporter)
+        seconds = time.perf_counter() - began
+        after = cb.compile_stats()
+        compiles = {"compiles": after["compiles"] - stats_before["compiles"],
+                    "disk_loads": after["disk_loads"] - stats_before["disk_loads"],
+                    **{f"worker_{k}": v for k, v in worker_stats.items()}}
+        objective.values.update(ok)
+        labels = {c.label: c for c in objective.values}
+        result = Result(best, ok[best], "measured", device_id(dev.properties), key, chosen.__name__,
+                        len(objective.values), state["measured"], seconds,
+                        {lb: known[lb].detail for lb in labels if known[lb].status == "wrong"},
+                        {lb: known[lb].detail for lb in labels if known[lb].status == "failed"}, compiles,
+                        {c.label: ms for c, ms in objective.values.items()})
+        reporter.finish(best.label, ok[best], len(objective.values), state["measured"], seconds,
+                        ", ".join(f"{k} {v}" for k, v in compiles.items()))
+        cache.choose(key, self._search_id(space, strategy, max_evals, max_seconds), best.to_json(), ok[best],
+                     len(objective.values), seconds)
+        return self._record(result)
+
+    def _confirm(self, top: list[Config], ok: dict, arguments: Arguments, dev: Device, known: dict, cache, key: str,
+                 checks: str, reporter: Reporter) -> Config:
+        """Time the best few configs again, interleaved, and choose among them on those times."""
+        if len(top) < 2:
+            return top[0]
+        launches = [self._launcher(c, arguments, dev)[0] for c in top]
+        timings = time_interleaved(launches, dev, self.measure)
+        confirmed = {}
+        for config, timing in zip(top, timings):
+            ok[config] = timing.ms
+            confirmed[config.label] = known[config.label] = Entry(timing.ms, "ok", "", timing.low, timing.high,
+                                                                   timing.samples)
+            reporter.confirmed(config.label, timing.ms)
+        cache.put(key, checks, confirmed)
+        return min(top, key=ok.__getitem__)
+
+    def _evaluate(self, config: Config, arguments: Arguments, dev: Device, state: dict) -> Entry:
+        """Run a config once on fresh arguments, check its output, then time it."""
+        try:
+            if self.verify and state["reference"] is None:
+                state["reference"] = self._reference(arguments, dev)
+            run, launched = self._launcher(config, arguments, dev)
+            run()
+            if self.verify:
+                wrong = mismatch(state["reference"][1], arguments.outputs(launched), self.tolerance)
+                if wrong:
+                    return Entry(float("inf"), "wrong", f"{wrong}; default config {state['reference'][0].label}")
+            timing = time_launches(run, dev, self.measure)
+        except CubeError as e:
+            if isinstance(e, ReferenceFailed):
+                raise e.__cause__ from None
+            state["failure"] = e
+            return Entry(float("inf"), "failed", str(e).splitlines()[0])
+        return Entry(timing.ms, "ok", "", timing.low, timing.high, timing.samples)
+
+    def _reference(self, arguments: Arguments, dev: Device) -> tuple[Config, dict]:
+        """The output of the default config (of the first config that runs, if the device refuses it)."""
+        space, first = self.space(dev), None
+        for config in [space.default, *space.configs]:
+            try:
+                run, launched = self._launcher(config, arguments, dev)
+                run()
+                outputs = arguments.outputs(launched)
+            except CubeError as e:
+                first = first or e
+                continue
+            if config != space.default:
+                logger.warning("autotune '%s': the default config %s fails on %s (%s); outputs are checked "
+                               "against %s instead", self.kernel.__name__, space.default.label, dev.name,
+                               str(first).splitlines()[0], config.label)
+            return config, outputs
+        raise ReferenceFailed("every config failed") from first
+
+    def _launcher(self, config: Config, arguments: Arguments, dev: Device) -> tuple[Callable[[], None], tuple]:
+        """A launch of ``config`` on fresh arguments (compiled, not run), and those arguments."""
+        count, dim, full, named, variant = self._shape(config, arguments.fresh())
+        launch = variant.compile(*full, dim=dim, device=dev, **named)[count]
+        self._compiled_here.add((id(dev), config))
+        return (lambda: launch(*full, **named)), full
+
+    def _precompile(self, todo: list[Config], arguments: Arguments, dev: Device) -> dict[str, int]:
+        """Compile the configs of a batch in worker processes (see `pool`), where that pays."""
+        todo = [c for c in todo if (id(dev), c) not in self._compiled_here]
+        workers = pool.workers_for(len(todo), self.workers)
+        if workers < 2 or dev.backend_name not in pool.DISK_CACHED:
+            return {}
+        jobs = []
+        for config in todo:
+            count, dim, full, named, variant = self._shape(config, arguments.base)
+            small = pool.placeholders(self.kernel.signature, full, named)
+            if small is None:
+                return {}
+            jobs.append((variant, small, dim, {}))
+        done = pool.compile_all(jobs, dev, workers)
+        self._compiled_here.update((id(dev), c) for c in todo)
+        # A backend that kept nothing on disk would compile everything twice: if the first config
+        # compiles here again instead of loading, use no pool on it from now on.
+        before = cb.compile_stats()["compiles"]
+        try:
+            self._launcher(todo[0], arguments, dev)
+        except CubeError:
+            pass
+        if cb.compile_stats()["compiles"] > before:
+            pool.DISK_CACHED.discard(dev.backend_name)
+            logger.info("autotune: device '%s' keeps no compiled code on disk: candidates compile in the tuning "
+                        "process", dev.name)
+        return done
+
+    def _raise_failure(self, space, objective, known, arguments, dev, state) -> None:
+        wrong = [lb for lb in (c.label for c in objective.values) if known[lb].status == "wrong"]
+        if wrong and len(wrong) == len(objective.values):
+            raise ArgumentValueError(f"autotune: every config computes another answer than the default config "
+                                     f"({known[wrong[0]].detail}); is the kernel deterministic? Loosen rtol/atol "
+                                     "or pass verify=False", self.kernel.__name__)
+        failure = state["failure"]
+        if failure is None:          # every refusal came from the cache: raise why, again
+            try:
+                run, _ = self._launcher(space.default, arguments, dev)
+                run()
+            except CubeError as e:
+                failure = e
+        if failure is not None:
+            raise failure
+        raise ArgumentValueError("autotune: every config failed", self.kernel.__name__)
+
+    # --- launching --------------------------------------------------------------------------
 
     def _launch(self, config: Config, args: tuple, dev: Device) -> None:
-        count, dim, full, named = self._shape(config, args)
-        self.kernel[count, dim](*full, device=dev, **named)
+        count, dim, full, named, variant = self._shape(config, args)
+        variant[count, dim](*full, device=dev, **named)
 
     def _shape(self, config: Config, args: tuple) -> tuple:
-        """``(count, dim, positional arguments, named arguments)`` of a launch of ``config``."""
-        chosen = dict(config.comptime)
+        """``(count, dim, positional arguments, named arguments, kernel)`` of a launch of ``config``."""
+        chosen = Chosen(config)
         count = self.grid(args, config.dim, chosen) if self._grid_takes_comptime else self.grid(args, config.dim)
+        names, full = self.kernel.signature.names, list(args)
+        for name, width in config.lines:
+            i = names.index(name)
+            if i < len(full) and width > 1:
+                full[i] = LinesArg(full[i].array if isinstance(full[i], LinesArg) else full[i], width)
         # Tuned Comptime values go after the caller's arguments, by position where they follow them
         # directly, so that the kernel's launcher (and its warm path) serves repeated launches.
-        names, full = self.kernel.signature.names, list(args)
-        while len(full) < len(names) and names[len(full)] in chosen:
-            full.append(chosen.pop(names[len(full)]))
+        values = dict(config.comptime)
+        while len(full) < len(names) and names[len(full)] in values:
+            full.append(values.pop(names[len(full)]))
         dim = config.dim[0] if config.dim[1:] == (1, 1) else config.dim
-        return count, dim, tuple(full), chosen
+        return count, dim, tuple(full), values, self._variant(config.fastmath)
 
-    def _scratch(self, args: tuple) -> tuple:
-        """The arguments with every one the kernel writes replaced by a copy."""
-        sig = self.kernel.signature
-        out = list(args)
-        for i, (name, ann) in enumerate(zip(sig.names, sig.annotations)):
-            if i < len(args) and (isinstance(ann, RegionSpec) or isinstance(ann, ArraySpec) and ann.mutable):
-                out[i] = _copy(args[i], name, self.kernel.__name__)
-        return tuple(out)
+    def _variant(self, fastmath: str | None) -> KernelFunction:
+        """The kernel compiled with another ``fastmath`` mode (the same source)."""
+        found = self._variants.get(fastmath)
+        if found is None:
+            found = self._variants[fastmath] = cb.kernel(self.kernel.__wrapped__, checked=self.kernel.checked,
+                                                         fastmath=fastmath)
+        return found
 
     # --- keys -------------------------------------------------------------------------------
+
+    def _cache(self, dev: Device) -> TuningCache:
+        return TuningCache(kernel_id(self.kernel), self.kernel.source_digest, _device_key(dev))
+
+    def _checks(self, space: Space) -> str:
+        """What a measurement's verification was (rows of other checks are measured again)."""
+        if not self.verify:
+            return "unchecked"
+        return f"against {space.default.label}, rtol={self.tolerance.rtol}, atol={self.tolerance.atol}"
+
+    def _search_id(self, space: Space, strategy: str, max_evals, max_seconds) -> str:
+        return (f"{strategy}|evals={max_evals}|seconds={max_seconds}|seed={self.seed}|{self._checks(space)}|"
+                f"{space.digest_text}")
 
     def _key_text(self, args: tuple) -> str:
         """The key as text (what the disk cache stores): shapes as ints, dtypes by name."""
@@ -180,29 +460,57 @@ class Tuned:
         return get_device(device) if isinstance(device, str) else device
 
 
+class ReferenceFailed(CubeError):
+    """No config of the space runs, so there is no output to check candidates against."""
+
+
 register_entry_point(Tuned, "__call__")
 
 
-def autotune(kernel: KernelFunction, grid: Callable, *, key: Callable | None = None, dims=None,
-             comptime: dict[str, list] | None = None, reps: int = 10, rounds: int = 3) -> Tuned:
-    """Tune ``kernel``'s launch shape on the device it runs on.
+def autotune(kernel: KernelFunction, grid: Callable, *, key: Callable | None = None, dims: list | None = None,
+             comptime: dict[str, list] | None = None, reps: int | None = None, rounds: int = 5,
+             lines: dict | None = None, fastmath: list | None = None, valid: Callable[[Config], bool] | None = None,
+             default: Config | dict | None = None, strategy: str = "auto", max_evals: int | None = None,
+             max_seconds: float | None = None, seed: int = 0, max_rounds: int = 40, rel_ci: float = 0.01,
+             confirm: int = 3, verify: bool = True, rtol: float = 1e-4, atol: float = 1e-5,
+             workers: int | None = None, progress: bool | None = None, configs: str | os.PathLike | None = None,
+             on_mismatch: str = "tune") -> Tuned:
+    """Tune ``kernel``'s launch shape (and chosen Comptime values, Line widths, fastmath) on the
+    device it runs on.
 
-    ``grid(args, dim)`` (or ``grid(args, dim, comptime)``) gives the cube count for a cube of
-    ``dim`` units. Candidates: ``dims`` (default: the device's plane size times powers of two, from
-    64 units up to its maximum units per cube) times every combination of ``comptime`` values
-    (Comptime parameters passed by name). The first call for a ``key(args)`` (default: array
-    shapes and dtypes, scalar types, untuned Comptime values) measures each candidate not in the
-    on-disk cache on copies of the arguments the kernel writes, with the device's events (median
-    of ``rounds`` batches of ``reps`` launches); later calls launch the fastest directly.
+    ``grid(args, dim)`` (or ``grid(args, dim, chosen)``, ``chosen`` being the config's Comptime
+    values by name, with ``.lines`` and ``.fastmath``) gives the cube count for a cube of ``dim``
+    units. The space: ``dims`` (default: the plane size times powers of two, from 64 units up to
+    the device's maximum; `shapes` gives 2-D and 3-D ones) times every combination of
+    ``comptime`` values, ``lines={"x": [1, 4]}`` widths (a tuple of names shares one width) and
+    ``fastmath=[None, "algebraic"]``, where ``valid(config)`` holds. The first value of each is
+    the default config (or ``default=``), whose output every candidate's must match (``rtol``,
+    ``atol``; ``verify=False`` to skip): a candidate computing another answer is reported and
+    never chosen.
+
+    The first call for a ``key(args)`` (default: array shapes and dtypes, scalar types, untuned
+    Comptime values) uses a loaded config file (`load_configs`, or ``configs=path``) if it matches
+    the device and the kernel's source, else the choice of an earlier search (on-disk cache),
+    else searches now: ``strategy`` ``"auto"`` (exhaustive for small spaces, else pattern),
+    ``"exhaustive"``, ``"random"`` or ``"pattern"``, within ``max_evals`` configs and
+    ``max_seconds``; ``seed`` fixes the random choices. Candidates are compiled in parallel
+    (``workers`` processes, default one per core; 0 for none) and timed as `cubepy.autotune.measure`
+    says (``reps`` launches per sample, at least ``rounds`` samples, more until the 95% interval
+    of the median is within ``rel_ci``), on copies of the arguments the kernel writes, so the
+    caller's arrays see exactly one launch. The best ``confirm`` configs are then timed again,
+    interleaved, and the fastest of those is chosen. Later calls launch it directly.
 
     Example::
 
         from cubepy.autotune import autotune
 
         tuned = autotune(saxpy, grid=lambda args, dim: (len(args[0]) + dim[0] - 1) // dim[0])
-        tuned(x, y, 2.0)              # measured once per array size and device, then cached
+        tuned(x, y, 2.0)              # searched once per array size and device, then cached
     """
-    return Tuned(kernel, grid, key, dims, comptime, reps, rounds)
+    return Tuned(kernel, grid, key, dims, comptime, reps, rounds, lines=lines, fastmath=fastmath, valid=valid,
+                 default=default, strategy=strategy, max_evals=max_evals, max_seconds=max_seconds, seed=seed,
+                 max_rounds=max_rounds, rel_ci=rel_ci, confirm=confirm, verify=verify, rtol=rtol, atol=atol,
+                 workers=workers, progress=progress, configs=configs, on_mismatch=on_mismatch)
 
 
 def _device_key(dev: Device) -> str:
@@ -214,14 +522,3 @@ def _dtype(a) -> Any:
     """The element type (a NumPy, CuPy, JAX or torch dtype; its text names it alike in all of them)."""
     dtype = getattr(a, "dtype", None)
     return dtype if dtype is not None else np.asarray(a).dtype
-
-
-def _copy(value, name: str, kernel_name: str):
-    if isinstance(value, LinesArg):
-        return LinesArg(_copy(value.array, name, kernel_name), value.width)
-    for method in ("copy", "clone"):
-        make = getattr(value, method, None)
-        if callable(make):
-            return make()
-    raise ArgumentTypeError(f"autotune measures on a copy of '{name}', which the kernel writes, but a "
-                            f"{type(value).__name__} has no copy() or clone()", kernel_name)

@@ -3,11 +3,13 @@
     cubepy bench --kernels FIR,LTIMES --device cpu --sizes default --json out.json
     cubepy cache info | clear [BACKEND] | prune --max-size 2G
     cubepy devices
+    cubepy tune mypkg.tuning:targets --device cuda --out mypkg/tuned.json
     cubepy version
 
 A subcommand is a function taking the parsed arguments and returning the exit status, and a
 line in `main` that adds its parser; its work lives in its own module (``bench`` in
-``cubepy.bench``, the RAJAPerf suite, installed from ``benchmarks/rajaperf``).
+``cubepy.bench``, the RAJAPerf suite, installed from ``benchmarks/rajaperf``; ``tune`` in
+``cubepy.autotune.command``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,12 @@ def devices(args: argparse.Namespace) -> int:
     return 0
 
 
+def tune(args: argparse.Namespace) -> int:
+    """Autotune kernels on this machine and write their configs to a file a package can ship."""
+    from cubepy.autotune.command import tune as run_tune
+    return run_tune(args)
+
+
 def version(args: argparse.Namespace) -> int:
     """Print cubepy's version."""
     import cubepy as cb
@@ -96,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     prune_parser = actions.add_parser("prune", help="delete the oldest entries down to a size")
     prune_parser.add_argument("--max-size", type=_bytes, required=True, help="e.g. 500M, 2G")
     cache_parser.set_defaults(run=cache)
+
+    from cubepy.autotune.command import add_arguments as tune_arguments
+    tune_parser = commands.add_parser("tune", help=tune.__doc__, description=tune.__doc__)
+    tune_arguments(tune_parser)
+    tune_parser.set_defaults(run=tune)
 
     for command in (devices, version):
         commands.add_parser(command.__name__, help=command.__doc__).set_defaults(run=command)

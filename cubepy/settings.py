@@ -7,6 +7,7 @@
 | cache directory | CUBEPY_CACHE_DIR     | the user cache folder (platformdirs; ~/.cache/cubepy on Linux) |
 | log level       | CUBEPY_LOG_LEVEL     | WARNING                          |
 | IR dump folder  | CUBEPY_DUMP_IR       | unset: every new specialization's IR is written there (text and pickle) |
+| autotune output | CUBEPY_PRINT_AUTOTUNING | 0; 1 prints each config an autotuning measures and its time |
 """
 
 from __future__ import annotations
@@ -53,3 +54,8 @@ def log_level_setting() -> str | None:
 def dump_ir_dir() -> Path | None:
     value = os.environ.get("CUBEPY_DUMP_IR", "").strip()
     return Path(value) if value else None
+
+
+def print_autotuning() -> bool:
+    """CUBEPY_PRINT_AUTOTUNING: print every config an autotuning evaluates and its time (stderr)."""
+    return os.environ.get("CUBEPY_PRINT_AUTOTUNING", "0").strip().lower() not in ("", "0", "false", "no", "off")

@@ -4,7 +4,7 @@ touch the caller's arrays, the result is right, and the on-disk cache keeps one 
 
 from __future__ import annotations
 
-import json
+import sqlite3
 
 import numpy as np
 import pytest
@@ -67,10 +67,10 @@ def test_the_disk_cache_keeps_one_entry_per_key_and_config(private_cache):
     other_size = np.ones(700, np.float32)
     more(other_size, np.zeros(700, np.float32), 1.0, device="cpu")
     assert more.measured == 4                                     # a new key measures again
-    files = list((private_cache / "autotune").glob("accumulate-*.json"))
-    assert len(files) == 1
-    entries = next(iter(json.loads(files[0].read_text())["devices"].values()))
-    assert len(entries) == 6 and all(" | dim=" in k for k in entries)
+    with sqlite3.connect(private_cache / "autotune" / "tuning.sqlite3") as db:
+        rows = db.execute("SELECT key, config, status FROM measurements WHERE kernel LIKE '%.accumulate'").fetchall()
+    assert len(rows) == 6 and len({key for key, _, _ in rows}) == 2
+    assert all(config.startswith("dim=") and status == "ok" for _, config, status in rows)
     np.testing.assert_allclose(y, 3.0)
 
 

@@ -1,0 +1,272 @@
+"""The autotuner's benchmark: search quality, reproducibility and parallel compiles.
+
+    python -m benchmarks.autotune.bench_autotune --device cpu --out autotune-cpu.json
+    python -m benchmarks.autotune.bench_autotune --device cuda --n 16777216 --out autotune-h200.json
+
+Parts (``--parts``, default all):
+
+- ``synthetic``: the deterministic cost model of `synthetic` (36,960 and 5,400 configs, known
+  optimum), each strategy at budgets of 1%, 5% and 10% of the space (and pattern search without
+  a budget), ``--seeds`` seeds each: how often the best found is within 2% of the optimum.
+- ``real``: `kernels.polyval` over 1,200 configs (cube size x per_unit x unroll x Line width x
+  fastmath), measured exhaustively on the device; then every strategy replayed on those measured
+  times (``--seeds`` seeds), and one live pattern search with 10% of the evaluations, its choice
+  scored by the exhaustive times.
+- ``repeat``: ten tunings in a row, each with an empty tuning cache, of `kernels.busy_copy` (costs
+  3x and more apart) and of a polyval space of 16 configs: the picks, and the gap between the two
+  best configs of each run.
+- ``compiles``: one cube shape of polyval compiled, eight compiled one after another, and eight
+  compiled by the tuner's worker pool and then loaded from the disk cache (each into an empty
+  compile cache): wall time and compile counts.
+
+The table is printed; ``--out`` gets everything as JSON. On the CPU the device has one thread
+(``--threads``): a launch split over threads waits for the slowest, which other processes on a
+shared machine hold up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+
+import numpy as np
+from cubepy.autotune import STRATEGIES, Budget, Evaluations, Measure, Space, autotune, pool, shapes
+from cubepy.autotune.measure import time_interleaved
+from cubepy.autotune.search import run
+
+import cubepy as cb
+from cubepy import settings
+
+from . import synthetic
+from .kernels import busy_copy, one_per_unit, polyval, polyval_grid, polyval_space
+
+FRACTIONS = (0.01, 0.05, 0.10)
+
+
+def replay(space: Space, table: dict, seeds: int) -> list[dict]:
+    """Each strategy and budget over ``table`` (config -> ms), ``seeds`` times."""
+    best = min(v for v in table.values() if v < float("inf"))
+    rows = []
+    plans = [("random", f) for f in FRACTIONS] + [("pattern", f) for f in FRACTIONS] + [("pattern", None)]
+    for strategy, fraction in plans:
+        budget = None if fraction is None else max(1, int(len(space) * fraction))
+        gaps, evals = [], []
+        for seed in range(seeds):
+            objective = Evaluations(lambda batch, out_of_time: {c: table[c] for c in batch},
+                                    Budget("replay", budget, None))
+            run(STRATEGIES[strategy], space, objective, seed)
+            gaps.append(min(objective.values.values()) / best - 1)
+            evals.append(len(objective.values))
+        rows.append({"strategy": strategy, "budget": budget, "budget_fraction": fraction, "seeds": seeds,
+                     "within_2pct": sum(g <= 0.02 for g in gaps), "median_gap": statistics.median(gaps),
+                     "max_gap": max(gaps), "median_evals": statistics.median(evals), "max_evals": max(evals),
+                     "max_evals_fraction": max(evals) / len(space)})
+    return rows
+
+
+def part_synthetic(args) -> dict:
+    spaces = {"synthetic-36960": synthetic.space()}
+    dims = [d for d in shapes(synthetic.GPU_LIKE, [64, 128, 256, 512, 1024]) if d[2] == 1]
+    spaces["synthetic-5400"] = Space(synthetic.GPU_LIKE, dims=dims,
+                                     comptime={"per_unit": [1, 2, 4, 8, 16], "unroll": [1, 2, 4, 8]},
+                                     lines={("x", "y"): [1, 2, 4]}, fastmath=[None, "algebraic"])
+    out = {}
+    for name, space in spaces.items():
+        for model_seed in range(3):
+            table = {c: synthetic.cost(c, model_seed) for c in space.configs}
+            out[f"{name}/model{model_seed}"] = {"configs": len(space), "rows": replay(space, table, args.seeds)}
+    return out
+
+
+def part_real(args, dev) -> dict:
+    rng = np.random.default_rng(0)
+    x = rng.random(args.n).astype(np.float32) * 2 - 1
+    y = np.zeros_like(x)
+    options = polyval_space(dev.properties, quick=args.quick)
+    began = time.perf_counter()
+    exhaustive = autotune(polyval, polyval_grid, strategy="exhaustive", **options)
+    full = exhaustive.tune(x, y, device=dev)
+    wall = time.perf_counter() - began
+    space = exhaustive.space(dev)
+    by_label = {c.label: c for c in space.configs}
+    table = {by_label[label]: ms for label, ms in full.times.items()}
+    best_label = min(full.times, key=full.times.get)
+    # A live search with a tenth of the evaluations, measuring anew (its own tuning cache).
+    with tempfile.TemporaryDirectory() as fresh:
+        live = autotune(polyval, polyval_grid, strategy="pattern", max_evals=len(space) // 10, seed=1, **options)
+        live_result = _with_tuning_cache(fresh, lambda: live.tune(x, y, device=dev))
+    # Both choices timed again side by side: the exhaustive best is the minimum of 1,200 noisy
+    # times (biased low), and the machine's speed drifts between the two searches.
+    x_dev, y_dev = cb.preload(x, device=dev), cb.preload_mut(y, device=dev)
+    side = [by_label[best_label], live_result.config]
+    again = time_interleaved([lambda c=c: exhaustive.run(c, x_dev, y_dev, device=dev) for c in side], dev,
+                             Measure(), rounds=21)
+    return {"kernel": "polyval", "n": args.n, "configs": len(space), "exhaustive_seconds": wall,
+            "exhaustive_best": best_label, "exhaustive_best_ms": full.times[best_label],
+            "rejected": len(full.rejected), "failed": len(full.failed), "exhaustive_compiles": full.compiles,
+            "replay": replay(space, table, args.seeds),
+            "live_pattern": {"evaluations": live_result.evaluations, "seconds": live_result.seconds,
+                             "chosen": live_result.config.label, "chosen_ms_live": live_result.ms,
+                             "chosen_ms_exhaustive": full.times.get(live_result.config.label),
+                             "gap_vs_exhaustive_best": full.times.get(live_result.config.label, float("nan")) /
+                             full.times[best_label] - 1, "compiles": live_result.compiles,
+                             "side_by_side_ms": {"exhaustive best": again[0].ms, "live choice": again[1].ms},
+                             "side_by_side_gap": again[1].ms / again[0].ms - 1}}
+
+
+def _with_tuning_cache(folder: str, action):
+    """Run ``action`` with an empty tuning cache and the current compile cache (its entries are
+    linked in, so nothing is compiled again but every config is measured anew)."""
+    old = os.environ.get("CUBEPY_CACHE_DIR")
+    source = settings.cache_dir()
+    for entry in source.iterdir() if source.exists() else []:
+        if entry.name != "autotune":
+            os.symlink(entry, os.path.join(folder, entry.name))
+    os.environ["CUBEPY_CACHE_DIR"] = folder
+    try:
+        return action()
+    finally:
+        if old is None:
+            os.environ.pop("CUBEPY_CACHE_DIR", None)
+        else:
+            os.environ["CUBEPY_CACHE_DIR"] = old
+
+
+def part_repeat(args, dev) -> dict:
+    rng = np.random.default_rng(1)
+    x = rng.random(args.n).astype(np.float32)
+    out = {}
+    cases = {
+        "busy_copy work in [256, 1, 64]": (busy_copy, one_per_unit, {"dims": [64], "comptime": {"work": [256, 1, 64]}}),
+        "polyval 8 cube sizes x per_unit 1,4 (Lines of 4)": (polyval, polyval_grid, {
+            "dims": [8, 16, 32, 64, 128, 256, 512, 1024], "comptime": {"per_unit": [1, 4], "unroll": [1]},
+            "lines": {("x", "y"): [4]}}),
+        "polyval Line widths 1, 4, 16": (polyval, polyval_grid, {
+            "dims": [64], "comptime": {"per_unit": [4], "unroll": [1]}, "lines": {("x", "y"): [1, 4, 16]}}),
+    }
+    for name, (kernel, grid, options) in cases.items():
+        picks, gaps, seconds = [], [], []
+        for _ in range(10):
+            with tempfile.TemporaryDirectory() as fresh:
+                tuned = autotune(kernel, grid, **options)
+                result = _with_tuning_cache(fresh, lambda: tuned.tune(x, np.zeros_like(x), device=dev))
+            ranked = sorted(v for v in result.times.values() if v < float("inf"))
+            picks.append(result.config.label)
+            gaps.append(ranked[1] / ranked[0] - 1 if len(ranked) > 1 else float("nan"))
+            seconds.append(result.seconds)
+        out[name] = {"picks": picks, "same_pick_every_time": len(set(picks)) == 1,
+                     "top_two_gap_median": statistics.median(gaps), "top_two_gap_min": min(gaps),
+                     "seconds_median": statistics.median(seconds)}
+    return out
+
+
+def part_compiles(args, dev) -> dict:
+    """One compile, eight cube shapes compiled one after another, and the same eight compiled by the
+    tuner's worker pool then loaded by this process; each into an empty compile cache and with
+    per_unit values no other part compiles (so nothing is in memory either)."""
+    x = np.random.default_rng(2).random(1 << 16).astype(np.float32)
+    y = np.zeros_like(x)
+    shapes8 = [8, 16, 32, 64, 128, 256, 512, 1024]
+    cases = [("one shape, in this process", [64], 3, False), ("eight shapes, in this process", shapes8, 5, False),
+             ("eight shapes, worker pool (started now)", shapes8, 6, True),
+             ("eight shapes, worker pool (running)", shapes8, 7, True)]
+    out = {}
+    for label, dims, per_unit, parallel in cases:
+        with tempfile.TemporaryDirectory() as fresh:
+            old = os.environ.get("CUBEPY_CACHE_DIR")
+            os.environ["CUBEPY_CACHE_DIR"] = fresh
+            try:
+                before = cb.compile_stats()
+                began = time.perf_counter()
+                workers = {}
+                if parallel:
+                    jobs = [(polyval, pool.placeholders(polyval.signature, (x, y, per_unit, 1), {}), (d, 1, 1), {})
+                            for d in dims]
+                    workers = pool.compile_all(jobs, dev, max(2, pool.workers_for(len(jobs), None)))
+                pooled = time.perf_counter() - began
+                for d in dims:
+                    polyval.compile(x, y, per_unit, 1, dim=d, device=dev)
+                wall = time.perf_counter() - began
+                after = cb.compile_stats()
+            finally:
+                if old is None:
+                    os.environ.pop("CUBEPY_CACHE_DIR", None)
+                else:
+                    os.environ["CUBEPY_CACHE_DIR"] = old
+        out[label] = {"wall_seconds": wall, "pool_seconds": pooled if parallel else None,
+                      "this_process": {k: after[k] - before[k] for k in ("compiles", "disk_loads")},
+                      "workers": workers, "workers_used": max(2, pool.workers_for(len(dims), None)) if parallel else 0}
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads of the cpu device (default 1)")
+    parser.add_argument("--n", type=int, default=1 << 20, help="elements of the real kernels' arrays")
+    parser.add_argument("--seeds", type=int, default=20, help="search seeds per strategy and budget")
+    parser.add_argument("--parts", default="synthetic,repeat,compiles,real")
+    parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("--quick", action="store_true", help="16 configs in the real part: to check that it runs")
+    args = parser.parse_args(argv)
+    dev = cb.device("cpu", threads=args.threads) if args.device == "cpu" else cb.device(args.device)
+    os.environ.setdefault("CUBEPY_CACHE_DIR", tempfile.mkdtemp(prefix="cubepy-autotune-bench-"))
+    results = {"device": dev.name, "device_name": dev.properties.name, "host": platform.node(),
+               "cores": os.cpu_count(), "n": args.n, "date": time.strftime("%Y-%m-%d %H:%M")}
+    parts = {"synthetic": lambda: part_synthetic(args), "real": lambda: part_real(args, dev),
+             "repeat": lambda: part_repeat(args, dev), "compiles": lambda: part_compiles(args, dev)}
+    for name in args.parts.split(","):
+        began = time.perf_counter()
+        results[name] = parts[name]()
+        results[f"{name}_seconds"] = time.perf_counter() - began
+        print(report(name, results[name]), flush=True)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(results, f, indent=1, default=str)
+    return 0
+
+
+def report(name: str, data: dict) -> str:
+    lines = [f"== {name}"]
+    if name == "synthetic":
+        for space, entry in data.items():
+            lines += [f"{space} ({entry['configs']} configs)", *_rows(entry["rows"])]
+    elif name == "real":
+        lines += [f"polyval, {data['configs']} configs, exhaustive in {data['exhaustive_seconds']:.1f} s: best "
+                  f"{data['exhaustive_best']} at {data['exhaustive_best_ms']:.4f} ms ({data['rejected']} rejected, "
+                  f"{data['failed']} failed; {data['exhaustive_compiles']})", *_rows(data["replay"])]
+        live = data["live_pattern"]
+        lines.append(f"live pattern search, {live['evaluations']} evaluations in {live['seconds']:.1f} s: "
+                     f"{live['chosen']}, {live['gap_vs_exhaustive_best'] * 100:+.2f}% vs the exhaustive best by the "
+                     f"exhaustive times, {live['side_by_side_gap'] * 100:+.2f}% timed side by side")
+    elif name == "repeat":
+        for case, entry in data.items():
+            lines.append(f"{case}: same pick 10/10: {entry['same_pick_every_time']} ({entry['picks'][0]}; "
+                         f"top-two gap median {entry['top_two_gap_median'] * 100:.1f}%, min "
+                         f"{entry['top_two_gap_min'] * 100:.1f}%; {entry['seconds_median']:.2f} s per tuning)")
+    else:
+        for label, entry in data.items():
+            pooled = "" if entry["pool_seconds"] is None else (f" ({entry['pool_seconds']:.2f} s in "
+                                                               f"{entry['workers_used']} workers: {entry['workers']})")
+            lines.append(f"{label}: {entry['wall_seconds']:.2f} s{pooled}; this process {entry['this_process']}")
+    return "\n".join(lines)
+
+
+def _rows(rows: list[dict]) -> list[str]:
+    out = [f"  {'strategy':9s} {'budget':>7s} {'within 2%':>10s} {'median gap':>10s} {'max gap':>8s} "
+           f"{'evals (median/max)':>19s}"]
+    for r in rows:
+        budget = "none" if r["budget"] is None else str(r["budget"])
+        out.append(f"  {r['strategy']:9s} {budget:>7s} {r['within_2pct']:>5d}/{r['seeds']:<4d} "
+                   f"{r['median_gap'] * 100:9.2f}% {r['max_gap'] * 100:7.2f}% {r['median_evals']:>9.0f}/"
+                   f"{r['max_evals']:<6d} ({r['max_evals_fraction'] * 100:.1f}%)")
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

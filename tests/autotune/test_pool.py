@@ -1,0 +1,54 @@
+"""Candidates compile in parallel in worker processes, and the tuning process loads them from the
+disk cache: it compiles none of them itself (the counts come from cb.compile_stats)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cubepy.autotune import autotune
+
+from tests.autotune.kernels import axpy, lines_grid
+
+EIGHT_SHAPES = [8, 16, 32, 64, 128, 256, 512, 1024]
+
+
+def test_eight_cube_shapes_compile_in_the_workers_and_load_here(rng, tmp_path, monkeypatch):
+    monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path))
+    x = rng.standard_normal(8192).astype(np.float32)
+    y = rng.standard_normal(8192).astype(np.float32)
+    tuned = autotune(axpy, lines_grid, dims=EIGHT_SHAPES, comptime={"per_unit": [2]}, workers=2, rounds=2)
+    result = tuned.tune(x, y, 0.5, device="cpu")
+    assert result.compiles == {"compiles": 0, "disk_loads": 8, "worker_compiles": 8, "worker_disk_loads": 0}
+    assert result.measured == 8 and not result.rejected
+
+
+def test_without_workers_the_tuning_process_compiles_each_shape(rng, tmp_path, monkeypatch):
+    monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path))
+    x = rng.standard_normal(4096).astype(np.float32)
+    y = rng.standard_normal(4096).astype(np.float32)
+    tuned = autotune(axpy, lines_grid, dims=EIGHT_SHAPES[:4], comptime={"per_unit": [3]}, workers=0, rounds=2)
+    assert tuned.tune(x, y, 0.5, device="cpu").compiles == {"compiles": 4, "disk_loads": 0}
+
+
+def test_fastmath_and_line_width_variants_compile_in_the_workers_too(rng, tmp_path, monkeypatch):
+    monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path))
+    x = rng.standard_normal(4096).astype(np.float32)
+    y = rng.standard_normal(4096).astype(np.float32)
+    tuned = autotune(axpy, lines_grid, dims=[64], comptime={"per_unit": [4]}, lines={("x", "y"): [1, 4]},
+                     fastmath=[None, "algebraic"], workers=2, rounds=2)
+    result = tuned.tune(x, y, 0.5, device="cpu")
+    assert result.compiles["compiles"] == 0 and result.compiles["worker_compiles"] == 4
+
+
+def test_a_backend_without_compiled_code_on_disk_compiles_in_the_tuning_process(rng, tmp_path, monkeypatch):
+    import cubepy as cb
+
+    if not next(d for d in cb.devices() if d.backend_name == "opencl").available:
+        pytest.skip("no OpenCL device")
+    monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path))
+    x = rng.standard_normal(4096).astype(np.float32)
+    y = rng.standard_normal(4096).astype(np.float32)
+    tuned = autotune(axpy, lines_grid, dims=EIGHT_SHAPES[2:6], comptime={"per_unit": [2]}, workers=2, rounds=2)
+    compiles = tuned.tune(cb.preload(x, device="opencl"), cb.preload_mut(y, device="opencl"), 0.5,
+                          device="opencl").compiles
+    assert compiles["compiles"] >= 4 and "worker_compiles" not in compiles      # OpenCL builds in process
