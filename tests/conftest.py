@@ -17,8 +17,11 @@ import pytest
 import cubepy as cb
 
 # Plane sizes per backend; for CUDA, "resident" also runs every test with its arrays in GPU
-# memory, through the warm launch path (tests/resident.py).
-PLANE_SIZES = {"interp": (1, 8, 16, 32, 64), "cpu": (1, 8, 32, 64), "opencl": (None,), "cuda": (None, "resident"),
+# memory, through the warm launch path (tests/resident.py); for the interpreter, "cubes" runs it
+# at plane size 32 with checks once per cube, as the GPUs compile (the interpreter asserts what
+# the per-cube test claims: cubepy.ir.cube_checks).
+PLANE_SIZES = {"interp": (1, 8, 16, 32, 64, "cubes"), "cpu": (1, 8, 32, 64), "opencl": (None,),
+               "cuda": (None, "resident"),
                "hip": (None,)}
 _SEED = int(os.environ.get("CUBEPY_TEST_SEED") or np.random.SeedSequence().entropy % 2**32)
 
@@ -66,6 +69,8 @@ def dev(request, monkeypatch) -> cb.Device:
 
         monkeypatch.setattr(cb.KernelFunction, "launch", resident_launch)
         return cb.device(name)
+    if plane == "cubes":
+        return cb.device(name, plane_dim=32, checks_per_cube=True)
     return cb.device(name, plane_dim=plane) if plane else cb.device(name)
 
 

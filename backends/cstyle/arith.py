@@ -42,8 +42,11 @@ class Arithmetic:
             raise CubeTypeError(f"{code} of {dtype} is not supported", self.k.name)
         return self._down(f"{self._fn(code, dtype)}({self._up(a, dtype)})", dtype)
 
-    def _binary(self, code: str, dtype: DType, a: str, b: str, b_value=None) -> str:
-        """``a <code> b`` in C; ``b_value`` is b's value when it is a constant (shift counts)."""
+    def _binary(self, code: str, dtype: DType, a: str, b: str, b_value=None, nowrap: bool = False) -> str:
+        """``a <code> b`` in C; ``b_value`` is b's value when it is a constant (shift counts).
+
+        ``nowrap`` (ops a per-cube test showed never overflow, `cubepy.ir.cube_checks`) keeps
+        32- and 64-bit signed arithmetic signed, so the compiler may fold it into addresses."""
         sym = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^",
                **COMPARE_SYM}.get(code)
         if code in COMPARE:
@@ -53,7 +56,8 @@ class Arithmetic:
         if sym is not None:
             if dtype.is_bool:
                 return f"(bool)((int){a} {sym} (int){b})"
-            if code in ("add", "sub", "mul") and dtype.is_int and (dtype.is_signed or dtype.bits < 32):
+            if code in ("add", "sub", "mul") and dtype.is_int and (dtype.is_signed or dtype.bits < 32) \
+                    and not (nowrap and dtype.bits >= 32):
                 # Wrap as the IR says: signed overflow is undefined in C (compilers fold on it), and
                 # narrow types are promoted to a signed int, so compute in an unsigned type.
                 ut = self._c(self._unsigned(dtype))

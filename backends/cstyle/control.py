@@ -32,8 +32,9 @@ class ControlFlow:
         elif code in BINARY or code in COMPARE:
             dt = op.args[0].type.dtype
             b_value = op.args[1].value if isinstance(op.args[1], Const) else None
+            nowrap = bool(op.attrs.get("nowrap"))
             self._define(op, lambda i: self._binary(code, dt, self._arg(op.args[0], i), self._arg(op.args[1], i),
-                                                    b_value))
+                                                    b_value, nowrap))
         elif code in PLANE_OPS:
             self._plane(op)
         else:

@@ -96,7 +96,7 @@ class HipBackend:
             plane_size_max=wave, max_units_per_cube=int(p.maxThreadsPerBlock),
             max_cube_dim=tuple(int(v) for v in p.maxThreadsDim[:3]),
             max_cube_count=tuple(int(v) for v in p.maxGridSize[:3]),
-            shared_memory_per_cube=optin, vector_widths=(1, 2, 4, 8, 16),
+            shared_memory_per_cube=optin, vector_widths=(1, 2, 4, 8, 16), checks_per_cube=True,
             compute_units=int(p.multiProcessorCount),
             features=frozenset({"gpu", "fp16", "fp64", "bf16", "plane_ops", "atomics", "atomic_f32_add", arch}))
         self._devices[props] = index
