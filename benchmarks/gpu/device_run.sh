@@ -2,13 +2,17 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [conformance] [frameworks] [launch] [bench] [rajaperf]
+#   bash benchmarks/gpu/device_run.sh [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [codesize]
 #
+# fuzz:        the differential fuzzer against cuda (FUZZ_KERNELS kernels, 20000 by default, or
+#              FUZZ_MINUTES), started in the background so the test stages run beside it; the
+#              script waits for it at the end
 # conformance: the conformance suite on CUDA and NVIDIA's OpenCL, the CUDA device tests
 # frameworks:  PyTorch/JAX/DLPack, Dask and disk-cache tests on CUDA, the examples, the framework benchmark
 # launch:      host cost per warm launch of every launch form (profile_launch.py, launch_forms.py)
 # bench:       the GPU benchmarks (bench_gpu.py)
 # rajaperf:    the RAJAPerf apps suite against hand-written CUDA, numba-cuda and Triton
+# codesize:    PTX and SASS counts of every RAJAPerf kernel, checked and unchecked, per cube
 set -u
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 stages=${*:-conformance frameworks launch bench rajaperf}
@@ -32,6 +36,13 @@ python3 -c "import torch, jax, cupy; print('torch', torch.__version__, 'jax', ja
 for stage in $stages; do
     echo "=== $stage"
     case $stage in
+    fuzz)
+        timeout $(( ${FUZZ_MINUTES:-8} * 60 + 60 )) python3 -m tests.fuzz --devices cuda --workers ${FUZZ_WORKERS:-12} \
+            --kernels ${FUZZ_KERNELS:-20000} --minutes ${FUZZ_MINUTES:-8} --seed ${FUZZ_SEED:-5000000} --no-shrink \
+            >"$out/fuzz.log" 2>&1 &
+        fuzz_pid=$! ;;
+    codesize)
+        timeout 120 python3 -m benchmarks.rajaperf.code_size --sass --per-cube 2>&1 | tee "$out/code_size.log" ;;
     conformance)
         CUBEPY_TEST_DEVICES=cuda,opencl timeout 360 python3 -m pytest -p no:cacheprovider -q -rfs \
             --junitxml "$out/conformance.xml" tests/conformance tests/gpu/test_cuda_device.py \
@@ -59,3 +70,6 @@ for stage in $stages; do
         echo "unknown stage $stage" ;;
     esac
 done
+if [ -n "${fuzz_pid:-}" ]; then
+    wait "$fuzz_pid"; echo "fuzz exit $?"; tail -25 "$out/fuzz.log"
+fi
