@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .nodes import BINARY, COMPARE, UNARY, Block, Const, Kernel, Op, Value, walk
+from .nodes import BINARY, COMPARE, UNARY, Block, Const, Kernel, Op, Value, Var, walk
 from .types import INDEX, Type, bool_, i64
 
 _CHECKED = ("load", "store", "atomic")
@@ -372,14 +372,40 @@ class _Emitter:
         return self.emit("cast", (shape,), self.wide)
 
     def all_of(self) -> Value:
-        out = Const(True, Type(bool_))
+        """The conjunction of the tests, each once, leaving out an i32 bound that a range test
+        of the same value implies (``v >= 0`` implies ``v >= INT32_MIN``, ``v < extent`` implies
+        ``v <= INT32_MAX``): on GPUs every unit evaluates the test, so its size matters."""
+        defs = {op.result.id: op for op in self.ops if op.result is not None}
+
+        def form(c):
+            op = defs.get(c.id)
+            return (op.opcode, op.args[0].id, op.args[1]) if op is not None and op.opcode in ("ge", "le", "lt") \
+                else None
+        forms = [form(c) for c in self.conds if not isinstance(c, Const)]
+        nonneg = {f[1] for f in forms if f and f[0] == "ge" and isinstance(f[2], Const) and f[2].value >= 0}
+        below = {f[1] for f in forms if f and f[0] == "lt" and self._at_most_int32_max(f[2])}
+        out, seen = Const(True, Type(bool_)), set()
         for c in self.conds:
             if isinstance(c, Const):
                 if not c.value:
                     return c
                 continue
+            f = form(c)
+            implied = f is not None and isinstance(f[2], Const) and (
+                (f[0] == "ge" and f[2].value == _INT32_MIN and f[1] in nonneg)
+                or (f[0] == "le" and f[2].value == _INT32_MAX and f[1] in below))
+            if c.id in seen or implied:
+                continue
+            seen.add(c.id)
             out = c if isinstance(out, Const) else self.emit("and", (out, c), Type(bool_))
         return out
+
+    def _at_most_int32_max(self, v) -> bool:
+        """An extent: a constant or a widened i32 shape."""
+        if isinstance(v, Const):
+            return v.value <= _INT32_MAX
+        op = next((o for o in self.ops if o.result is v), None)
+        return op is not None and op.opcode == "cast" and op.args[0].type == Type(INDEX)
 
 
 def _key(a):
@@ -390,17 +416,29 @@ def _key(a):
     return ("other", id(a))
 
 
-def _clone_block(block: Block, mapping: dict[int, Value]) -> Block:
+def _clone_block(block: Block, mapping: dict[int, Value], var_map: dict[int, Var]) -> Block:
+    """A copy of ``block`` with fresh values, and fresh Vars (``var_map``: old id -> new Var): the
+    two versions share no local, so a backend keeps each side's locals in registers (the CPU would
+    otherwise keep a local that two unit loops use in a per-unit array)."""
+    def fresh(v):
+        if isinstance(v, Var):
+            if v.id not in var_map:
+                var_map[v.id] = Var(v.name, v.type)
+            return var_map[v.id]
+        if isinstance(v, Value) and not isinstance(v, Const):
+            return mapping.get(v.id, v)
+        return v
+
     out = []
     for op in block.ops:
-        args = tuple(mapping.get(a.id, a) if isinstance(a, Value) and not isinstance(a, Const) else a
-                     for a in op.args)
+        args = tuple(fresh(a) for a in op.args)
         result = None
         if op.result is not None:
             result = Value(op.result.type, op.result.name)
             mapping[op.result.id] = result
-        blocks = tuple(_clone_block(b, mapping) for b in op.blocks)
-        out.append(Op(op.opcode, args, result, dict(op.attrs), blocks, op.loc))
+        attrs = {k: fresh(v) if isinstance(v, Var) else v for k, v in op.attrs.items()}
+        blocks = tuple(_clone_block(b, mapping, var_map) for b in op.blocks)
+        out.append(Op(op.opcode, args, result, attrs, blocks, op.loc))
     return Block(out)
 
 
@@ -437,7 +475,9 @@ def check_per_cube(kernel: Kernel) -> int:
         for op in walk(kernel.body):
             _mark(op, hoisted.get(id(op), ()), id(op) in emitter.nowrap)
         return count
-    fast = _clone_block(kernel.body, {})
+    var_map: dict[int, Var] = {}
+    fast = _clone_block(kernel.body, {}, var_map)
+    kernel.vars.extend(var_map.values())
     for original, copy in zip(list(walk(kernel.body)), walk(fast)):
         _mark(copy, hoisted.get(id(original), ()), id(original) in emitter.nowrap)
     loc = kernel.body.ops[0].loc if kernel.body.ops else None
