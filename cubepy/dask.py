@@ -17,6 +17,7 @@ Importing this module imports Dask; the rest of cubepy never does.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -111,6 +112,13 @@ def _rebuild(kernel, outputs, count, dim, in_out, out_shapes, device) -> Blockwi
 
 
 def _namespace(array: Any) -> Any:
-    """The array library of a chunk (NumPy, CuPy, ...), through the array API."""
+    """The array library of a chunk (NumPy, CuPy, ...): the module that defines its type (CuPy 14's
+    ``__array_namespace__`` is NumPy's array API namespace, which would allocate results on the
+    host), else the array API's namespace, else NumPy."""
+    if isinstance(array, np.ndarray):
+        return np
+    module = sys.modules.get(type(array).__module__.partition(".")[0])
+    if module is not None and callable(getattr(module, "zeros", None)) and callable(getattr(module, "asarray", None)):
+        return module
     get = getattr(array, "__array_namespace__", None)
     return get() if get is not None else np
