@@ -107,8 +107,12 @@ def launches(app: str, problem, a: dict) -> list[Launch]:
 
 
 def coefficients(problem, a: dict):
-    """FIR's coefficients, for the ``__constant__`` array (None for the other kernels)."""
-    return np.ascontiguousarray(a["coeff"], dtype=np.float64) if "coeff" in a else None
+    """FIR's coefficients on the host, for the ``__constant__`` array (None for the other
+    kernels); on GPUs the run's arrays are CuPy arrays, which NumPy must not convert implicitly."""
+    if "coeff" not in a:
+        return None
+    coeff = a["coeff"]
+    return np.ascontiguousarray(coeff.get() if hasattr(coeff, "get") else coeff, dtype=np.float64)
 
 
 class BaseCuda(Peer):
