@@ -246,7 +246,11 @@ def _fma(x, y, z, dt):
         return float(exact)
     guess = np.float32(float(exact))
     best = guess
+    if not np.isfinite(guess):      # beyond f32's range: the conversion rounded it to inf already
+        return guess
     for c in (np.nextafter(guess, np.float32(-np.inf)), np.nextafter(guess, np.float32(np.inf))):
+        if not np.isfinite(c):
+            continue
         dc, db = abs(Fraction(float(c)) - exact), abs(Fraction(float(best)) - exact)
         if dc < db or (dc == db and int(np.float32(c).view(np.uint32)) % 2 == 0):
             best = c
