@@ -21,4 +21,4 @@ CUBEPY_TEST_DEVICES=cuda timeout 100 python3 -m pytest -p no:cacheprovider -q -r
 # compiles: 8 cube shapes in process vs in the worker pool; real: 1,200 configs of polyval measured
 # exhaustively, strategies replayed on them, one live pattern search. JSON is written after each part.
 timeout 200 python3 -m benchmarks.autotune.bench_autotune --device cuda --n 4194304 \
-    --parts synthetic,repeat,compiles,real --out "$out/autotune-h200.json" 2>&1 | tee "$out/autotune-h200.txt"
+    --parts ${AUTOTUNE_PARTS:-synthetic,repeat,compiles,real} --out "$out/autotune-h200.json" 2>&1 | tee "$out/autotune-h200.txt"

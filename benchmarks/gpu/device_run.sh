@@ -37,7 +37,7 @@ for stage in $stages; do
     echo "=== $stage"
     case $stage in
     fuzz)
-        timeout $(( ${FUZZ_MINUTES:-8} * 60 + 60 )) python3 -m tests.fuzz --devices cuda --workers ${FUZZ_WORKERS:-12} \
+        timeout ${FUZZ_TIMEOUT:-560} python3 -m tests.fuzz --devices cuda --workers ${FUZZ_WORKERS:-12} \
             --kernels ${FUZZ_KERNELS:-20000} --minutes ${FUZZ_MINUTES:-8} --seed ${FUZZ_SEED:-5000000} --no-shrink \
             >"$out/fuzz.log" 2>&1 &
         fuzz_pid=$! ;;
@@ -63,7 +63,8 @@ for stage in $stages; do
     bench)
         timeout 240 python3 benchmarks/gpu/bench_gpu.py --out "$out/bench_gpu.json" 2>&1 | tee "$out/bench_gpu.log" ;;
     rajaperf)
-        timeout 540 python3 -m benchmarks.rajaperf --device cuda --sizes default,32x --progress plain \
+        timeout ${RAJAPERF_TIMEOUT:-540} python3 -m benchmarks.rajaperf --device cuda --sizes default,32x \
+            --reps ${RAJAPERF_REPS:-11} --progress plain \
             --json "$out/rajaperf_cuda.json" --plot "$out/rajaperf_cuda.png" 2>&1 | tee "$out/rajaperf_cuda.log" \
             | tail -60 ;;
     *)
