@@ -19,9 +19,11 @@ __all__ = ["BACKEND", "InterpBackend", "Launch"]
 class InterpBackend:
     name = "interp"
 
-    def probe(self, plane_dim=32, races=False, checks_per_cube=False, **_) -> DeviceProperties:
-        """``checks_per_cube=True`` versions kernels as the CPU does (`cubepy.ir.cube_checks`),
-        so the interpreter checks that transformation too."""
+    def probe(self, plane_dim=32, races=False, checks_per_cube=False, guards_per_cube=False,
+              **_) -> DeviceProperties:
+        """``checks_per_cube=True`` versions kernels as the GPUs do (`cubepy.ir.cube_checks`),
+        ``guards_per_cube=True`` also as the CPU does, so the interpreter checks that
+        transformation too."""
         if isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
                 1 <= plane_dim <= 64 and plane_dim & (plane_dim - 1) == 0):
             raise ArgumentValueError(
@@ -31,7 +33,8 @@ class InterpBackend:
             plane_size_min=plane_dim, plane_size_max=plane_dim, max_units_per_cube=1024,
             max_cube_dim=(1024, 1024, 64), max_cube_count=(2**31 - 1, 65535, 65535),
             shared_memory_per_cube=65536, vector_widths=(1, 2, 4, 8, 16),
-            features=frozenset({"fp16", "fp64", "plane_ops", "atomics"}), checks_per_cube=bool(checks_per_cube))
+            features=frozenset({"fp16", "fp64", "plane_ops", "atomics"}), checks_per_cube=bool(checks_per_cube),
+            guards_per_cube=bool(checks_per_cube and guards_per_cube))
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Kernel:
         """Nothing to compile; refuse what the interpreter cannot run."""

@@ -38,7 +38,8 @@ class KernelSpec:
     checked: bool = True
     fastmath: str | None = None
     checks_per_cube: bool = False      # test affine indices once per cube (cubepy.ir.cube_checks)
+    guards_per_cube: bool = False      # and decide cube-wide guards there, checked or not
 
     def key(self) -> tuple:
         return (tuple(p.key() for p in self.params), self.cube_dim, self.plane_dim, self.checked, self.fastmath,
-                self.checks_per_cube)
+                self.checks_per_cube, self.guards_per_cube)

@@ -264,8 +264,8 @@ def trace_kernel(fn, spec: KernelSpec, name: str | None = None) -> Kernel:
     verify(kernel)
     analyze_uniformity(kernel)
     prove_in_bounds(kernel)
-    if spec.checks_per_cube and spec.checked:
-        check_per_cube(kernel)
+    if spec.checks_per_cube and (spec.checked or spec.guards_per_cube):
+        check_per_cube(kernel, guards=spec.guards_per_cube)
     lower_bounds_checks(kernel)
     eliminate_dead_code(kernel)
     verify(kernel)

@@ -84,6 +84,9 @@ class _Analysis:
         self.hoisted: list[tuple[Op, list[int], tuple]] = []      # (access, dims, caps where it runs)
         self.def_caps: dict[int, tuple] = {}        # value id -> caps where it is computed
         self.stored_vars = {op.args[0].id for op in walk(kernel.body) if op.opcode == "store_var"}
+        # guards a whole cube may pass alike: (if op, [(a, code, b)] that hold iff it goes the
+        # expected way, caps where it is, the expected truth of its condition)
+        self.guards: list[tuple[Op, list, tuple, bool]] = []
 
     def known(self, v) -> bool:
         if isinstance(v, Const):
@@ -164,6 +167,39 @@ class _Analysis:
             else:
                 scope.cap(a, (b, 0), None)
 
+    def compares(self, cond, truth: bool) -> list | None:
+        """``[(a, code, b)]``, ``a`` tracked and ``b`` cube-uniform, that all hold exactly where
+        ``cond`` is ``truth`` (through ``and``, ``or`` and ``not``); None if there are none such."""
+        op = self.defs.get(cond.id) if isinstance(cond, Value) and not isinstance(cond, Const) else None
+        if op is None:
+            return None
+        code = op.opcode
+        if code == "not":
+            return self.compares(op.args[0], not truth)
+        if (code == "and" and truth) or (code == "or" and not truth):
+            left, right = self.compares(op.args[0], truth), self.compares(op.args[1], truth)
+            return left + right if left is not None and right is not None else None
+        if code not in self._FLIP or not all(_i32(a.type) for a in op.args):
+            return None
+        a, b = op.args
+        if not truth:
+            code = self._NEGATE[code]
+        if self.uniform_operand(a) and self.known(b) and not self.uniform_operand(b):
+            a, b, code = b, a, self._FLIP[code]
+        if not (self.uniform_operand(b) and self.known(a) and not self.uniform_operand(a)):
+            return None
+        return [(a, code, b)]
+
+    def _guard(self, op: Op, scope: _Scope) -> None:
+        """Record an ``if`` without an else (``if i < n: ...``, ``if i >= n: return``) whose
+        condition a cube's units may all decide alike."""
+        if len(op.blocks) > 1 and op.blocks[1].ops:
+            return
+        expected = not _always_leaves(op.blocks[0])
+        found = self.compares(op.args[0], expected)
+        if found:
+            self.guards.append((op, found, scope.key(), expected))
+
     def uniform_operand(self, v) -> bool:
         return isinstance(v, Const) or (isinstance(v, Value) and v.id in self.uniform)
 
@@ -178,6 +214,7 @@ class _Analysis:
                 else:
                     scope.vars.pop(op.args[0].id, None)
             elif code == "if":
+                self._guard(op, scope)
                 for truth, b in zip((True, False), op.blocks):
                     inner = scope.child()
                     self.assume(op.args[0], truth, inner)
@@ -449,13 +486,17 @@ def _mark(op: Op, dims: tuple, nowrap: bool) -> None:
         op.attrs["nowrap"] = True
 
 
-def check_per_cube(kernel: Kernel) -> int:
+def check_per_cube(kernel: Kernel, guards: bool = False) -> int:
     """Version ``kernel``'s body on one range test per cube (see the module docstring). Run after
     `cubepy.ir.bounds.prove_in_bounds` and before `cubepy.ir.passes.lower_bounds_checks`.
-    Returns how many access dimensions the fast version leaves unchecked."""
+    With ``guards``, the fast version also drops the guards every unit of the cube passes
+    (`_Analysis.guards`), checked or not. Returns how many access dimensions the fast version
+    leaves unchecked."""
     analysis = _Analysis(kernel)
     analysis.block(kernel.body, _Scope())
-    if not analysis.hoisted:
+    if not guards:
+        analysis.guards = []
+    if not analysis.hoisted and not analysis.guards:
         return 0
     emitter = _Emitter(analysis)
     hoisted: dict[int, tuple] = {}
@@ -467,19 +508,37 @@ def check_per_cube(kernel: Kernel) -> int:
                 emitter.conds.append(emitter.binary("ge", lo, emitter.wide_const(0)))
             emitter.conds.append(emitter.binary("lt", hi, emitter.extent(buf, dim)))
         hoisted[id(op)] = tuple(dims)
+    # The fast side also drops the guards every unit of the cube passes (the CPU then loads and
+    # stores whole vectors instead of masked ones); a cube that straddles a guard's bound, the
+    # ragged last one, runs the original.
+    decided = {id(op): expected for op, _, _, expected in analysis.guards}
+    before = list(emitter.conds), set(emitter.nowrap), set(emitter.fitted)
+    for _, found, caps, _ in analysis.guards:
+        for a, code, b in found:
+            lo, hi = emitter.interval(a, caps)
+            bound, _ = emitter.interval(b, ())
+            emitter.conds.append(emitter.binary(code, lo if code in ("gt", "ge") else hi, bound))
     ok = emitter.all_of()
+    if isinstance(ok, Const) and not ok.value and decided:       # a guard no cube passes whole
+        emitter.conds, emitter.nowrap, emitter.fitted = before
+        decided = {}
+        ok = emitter.all_of()
     count = sum(len(d) for d in hoisted.values())
     if isinstance(ok, Const):            # decided at compile time: no version switch
         if not ok.value:
             return 0
         for op in walk(kernel.body):
             _mark(op, hoisted.get(id(op), ()), id(op) in emitter.nowrap)
+            if id(op) in decided:
+                op.args = (Const(decided[id(op)], Type(bool_)), *op.args[1:])
         return count
     var_map: dict[int, Var] = {}
     fast = _clone_block(kernel.body, {}, var_map)
     kernel.vars.extend(var_map.values())
     for original, copy in zip(list(walk(kernel.body)), walk(fast)):
         _mark(copy, hoisted.get(id(original), ()), id(original) in emitter.nowrap)
+        if id(original) in decided:
+            copy.args = (Const(decided[id(original)], Type(bool_)), *copy.args[1:])
     loc = kernel.body.ops[0].loc if kernel.body.ops else None
     kernel.body = Block([*emitter.ops, Op("if", (ok,), None, {"cube_checks": True}, (fast, kernel.body), loc)])
     return count

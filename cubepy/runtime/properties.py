@@ -30,6 +30,9 @@ class DeviceProperties:
     # bounds checks of affine indices tested once per cube (cubepy.ir.cube_checks): backends
     # running a cube's units in a loop on one thread, where the test is paid once per cube
     checks_per_cube: bool = False
+    # decide guards a whole cube passes (`if i < n`) once per cube too, in unchecked kernels as
+    # well: where masked loads and stores cost (the CPU), not where a compare is free (GPUs)
+    guards_per_cube: bool = False
 
     def supports(self, feature: str) -> bool:
         """Whether a feature flag (``"fp64"``, ``"fp16"``, ``"bf16"``, ``"plane_ops"``,

@@ -14,7 +14,9 @@ from cubepy import Array, Mut, f32, i32
 from cubepy.ir.nodes import walk
 from tests.conftest import poisoned
 
-PER_CUBE = {"interp-per-cube": lambda: cb.device("interp", checks_per_cube=True), "cpu": lambda: cb.device("cpu")}
+PER_CUBE = {"interp-per-cube": lambda: cb.device("interp", checks_per_cube=True),
+            "interp-guards": lambda: cb.device("interp", checks_per_cube=True, guards_per_cube=True),
+            "cpu": lambda: cb.device("cpu")}
 
 
 def _switch(compiled) -> list:
@@ -92,6 +94,48 @@ def corners(x: Array[f32], out: Mut[Array[f32]], jp: i32):
 
 def _vars(block) -> set:
     return {a.id for op in walk(block) for a in op.args if a.__class__.__name__ == "Var"}
+
+
+@pytest.mark.parametrize("checked", [True, False])
+def test_a_guard_every_unit_of_the_cube_passes_is_dropped_on_the_fast_side(checked):
+    x = np.ones(1000, np.float32)
+    dev = cb.device("interp", checks_per_cube=True, guards_per_cube=True)
+    compiled = triad.compile(x, x, x.copy(), 2.0, dim=256, device=dev, checked=checked)
+    switch, = _switch(compiled)
+    fast, slow = switch.blocks
+    guard = lambda block: [op for op in walk(block) if op.opcode == "if"]          # noqa: E731
+    assert [op.args[0].value for op in guard(fast)] == [True]
+    assert not isinstance(guard(slow)[0].args[0], type(guard(fast)[0].args[0]))
+    # without guards_per_cube an unchecked kernel is not versioned
+    plain = triad.compile(x, x, x.copy(), 2.0, dim=256, device=cb.device("interp", checks_per_cube=True),
+                          checked=False)
+    assert not _switch(plain)
+
+
+@cb.kernel
+def early_return(x: Array[f32], out: Mut[Array[f32]], n: i32):
+    i = cb.ABSOLUTE_POS
+    if i >= n:
+        return
+    out[i] = x[i] * 2.0
+
+
+@pytest.mark.parametrize("name", PER_CUBE)
+@pytest.mark.parametrize("checked", [True, False])
+@pytest.mark.parametrize("n", [0, 1, 255, 256, 700, 1024])
+def test_guards_decided_per_cube_give_the_guarded_answer(name, checked, n, rng):
+    # n splits the launch's cubes anywhere: whole cubes pass, one straddles, the rest fail
+    x = rng.standard_normal(1024).astype(np.float32)
+    dev = PER_CUBE[name]()
+    outs = []
+    for d in (dev, cb.device("interp")):
+        out = poisoned(1024, np.float32)
+        early_return[4, 256](x, out, n, device=d, checked=checked)
+        y = poisoned(max(n, 1), np.float32)
+        triad[4, 256](x[:max(n, 1)], x[:max(n, 1)], y, 1.5, device=d, checked=checked)
+        outs.append((out, y))
+    for p, q in zip(*outs):
+        np.testing.assert_array_equal(p, q)
 
 
 def test_the_two_versions_share_no_local():
