@@ -192,6 +192,11 @@ def build_numba():
         for i in numba.prange(x.shape[0]):
             y[i] = a * x[i] + y[i]
 
+    @numba.njit(parallel=True, fastmath=False)
+    def triad3(x, y, z, a):
+        for i in numba.prange(x.shape[0]):
+            z[i] = x[i] + a * y[i]
+
     @numba.njit(parallel=True)
     def total(x):
         s = np.float32(0.0)
@@ -207,7 +212,7 @@ def build_numba():
             for _ in range(iters):
                 acc = acc * v + np.float32(0.5)
             y[i] = acc
-    return (triad, total, poly_nb), None
+    return (triad, total, poly_nb, triad3), None
 
 
 def ptr(a):
@@ -244,6 +249,8 @@ def main() -> None:
     args = ap.parse_args()
     reps = args.reps
     dev = cb.device("cpu")
+    from cubepy.bench.machine import cpu_model, simd_width_bits
+    print(f"cpu: {cpu_model()} ({simd_width_bits()}-bit SIMD, {os.cpu_count()} cores); {dev}", flush=True)
     rows: list[dict] = []
 
     def row(name, impl, seconds, note="", **extra):
@@ -282,6 +289,9 @@ def main() -> None:
         kt = kern[N // 256, 256]
         t = median_time(lambda: kt(x, y, z, 2.0, device=dev), reps)
         row("triad 2^25 f32", f"cubepy cpu ({label})", t, f"{gb / t:.1f} GB/s")
+    if nb:
+        t = median_time(lambda: nb[3](x, y, z, np.float32(2.0)), reps)
+        row("triad 2^25 f32", "numba parallel", t, f"{gb / t:.1f} GB/s")
 
     # --- compute-bound polynomial ----------------------------------------------------------
     px_ = rng.random(POLY_N, dtype=np.float32)
