@@ -9,6 +9,7 @@ from ..errors import CubeIndexError, CubeNameError, CubeSyntaxError, CubeTypeErr
 from ..ir.nodes import Block, Value, Var
 from ..ir.types import INDEX, DType, Type, bool_, f32
 from ..lang.builtins import Builtin, Intrinsic
+from .hints import not_a_cubepy_function_hint
 from .intrinsics import HANDLERS, builtin_value
 from .operators import is_number, is_traced
 from .purity import describe_call, is_pure
@@ -271,9 +272,11 @@ class Expressions:
         if getattr(func, "__cubepy_kernel__", None) is not None:
             self.error(CubeTypeError, f"a kernel cannot call the kernel '{func.__name__}'; "
                        "make the shared code a @cb.func")
+        if func is builtins.print:
+            self.error(CubeTypeError, "print(...) in a kernel: " + not_a_cubepy_function_hint(func))
         if any(is_traced(a) or isinstance(a, (ArrayRef, RegionRef)) for a in list(args) + list(kwargs.values())):
-            self.error(CubeTypeError, f"{describe(func)} is not a cubepy function, so it cannot take runtime values; "
-                       "decorate it with @cb.func to call it from kernels")
+            self.error(CubeTypeError, f"{describe_call(func)} is not a cubepy function, so it cannot take runtime "
+                       "values; " + not_a_cubepy_function_hint(func))
         if not is_pure(func):
             self.error(CubeTypeError, f"{describe_call(func)} is called while the kernel is compiled, and cubepy "
                        "calls only functions known to be pure at that time (the math module, Python's "

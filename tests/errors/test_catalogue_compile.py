@@ -5,6 +5,7 @@ their own checks)."""
 
 from __future__ import annotations
 
+import math
 import random
 import time
 
@@ -398,6 +399,26 @@ def user_function_at_trace_time(yout: Mut[Array[f32]], k: Comptime[int]):
 @cb.kernel
 def plain_function_with_runtime_values(x: Mut[Array[f32]]):
     x[0] = _impure(x[1])
+
+
+@cb.kernel
+def math_module_function(x: Mut[Array[f32]]):
+    x[0] = math.sqrt(x[1])
+
+
+@cb.kernel
+def numpy_function(x: Mut[Array[f32]]):
+    x[0] = np.maximum(x[1], x[2])
+
+
+@cb.kernel
+def numpy_function_cubepy_lacks(x: Mut[Array[f32]]):
+    x[0] = np.arctan2(x[1], x[2])
+
+
+@cb.kernel
+def print_in_a_kernel(x: Mut[Array[f32]]):
+    print("x is", x[0])
 
 
 @cb.kernel
@@ -823,6 +844,14 @@ CASES = [
         ("'_impure' is called while the kernel is compiled", "@cb.func")),
     Bad("plain_function_with_runtime_values", plain_function_with_runtime_values, lambda: [F.copy()], CubeTypeError,
         ("'_impure' is not a cubepy function", "decorate it with @cb.func")),
+    Bad("math_module_function", math_module_function, lambda: [F.copy()], CubeTypeError,
+        ("'math.sqrt' is not a cubepy function", "use cb.sqrt(...) instead")),
+    Bad("numpy_function", numpy_function, lambda: [F.copy()], CubeTypeError,
+        ("'numpy.maximum' is not a cubepy function", "use cb.max(...) instead")),
+    Bad("numpy_function_cubepy_lacks", numpy_function_cubepy_lacks, lambda: [F.copy()], CubeTypeError,
+        ("'numpy.arctan2' is not a cubepy function", "cubepy has no arctan2", "@cb.func")),
+    Bad("print_in_a_kernel", print_in_a_kernel, lambda: [F.copy()], CubeTypeError,
+        ("print(...) in a kernel", "write the values to a Mut array")),
     Bad("possibly_unbound_after_if", possibly_unbound_after_if, lambda: [f32s(), F.copy()], CubeNameError,
         ("'v' may be unbound here", "only on some paths through the if", "UnboundLocalError")),
     Bad("possibly_unbound_after_elif", possibly_unbound_after_elif, lambda: [f32s(), F.copy()], CubeNameError,
