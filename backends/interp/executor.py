@@ -59,7 +59,8 @@ class Launch:
         self.oob: OutOfBoundsError | None = None
         self.ops = list(walk(kernel.body))
         self.op_index = {id(op): i for i, op in enumerate(self.ops)}
-        self.trackers = {bid: Tracker(len(m.flat)) for bid, m in self.mem.items()
+        shared = {b.id for b in kernel.buffers if b.kind == "shared"}
+        self.trackers = {bid: Tracker(len(m.flat), unwritten_reads=bid in shared) for bid, m in self.mem.items()
                          if races and m.copies != "unit"}
 
     def run(self) -> None:
@@ -277,6 +278,11 @@ class Launch:
     def _race_message(self, buf: Buffer, c: Conflict, op: Op) -> str:
         mem = self.mem[buf.id]
         index, _ = mem.index_of(c.addr)
+        if c.first_did == "never wrote":
+            line = f" (line {op.loc.line})" if op.loc is not None else ""
+            return (f"{self.where(c.second_unit)} read {buf.kind} array '{buf.name}' element {index}{line}, "
+                    "which no unit of its cube wrote: shared memory starts undefined (NaN on the interpreter, "
+                    "0 or old data on other devices); write it before the sync_cube() that precedes the read")
 
         def line(o: Op) -> str:
             return f" (line {o.loc.line})" if o.loc is not None else ""
@@ -321,6 +327,8 @@ class Launch:
             sel, _, addr = acc
             vals = [per_unit(self.value(a), self.N, buf.type)[sel] for a in op.args[-nvals:]]
             addr = np.broadcast_to(np.asarray(addr, np.int64), vals[0].shape)
+            if buf.id in self.trackers:              # atomics are not races, but they do write
+                self.trackers[buf.id].written[addr] = True
             out[sel] = atomic(kind, self.mem[buf.id].flat, addr, vals[-1], vals[0] if nvals == 2 else None)
         return out
 

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from interp_kit import KB
 
+import cubepy as cb
+from cubepy import Array, Mut
 from cubepy.errors import RaceError
 from cubepy.ir.types import f32, i32
 
@@ -172,3 +174,21 @@ def test_race_on_element_read_by_two_units_then_written_by_one_of_them():
         kb.store(out, kb.c(0), kb.op("add", v, kb.c(1)))   # unit 0 writes it: races with unit 1's read
     with pytest.raises(RaceError, match=r"unit \(1, 0, 0\) of cube \(0, 0, 0\) read it and unit \(0, 0, 0\)"):
         kb.run([np.zeros(1, np.int32)], races=True)
+
+
+
+@cb.kernel
+def half_filled(x: Array[f32], out: Mut[Array[f32]]):
+    sm = cb.SharedMemory(f32, 64)
+    if cb.UNIT_POS < 32:
+        sm[cb.UNIT_POS] = x[cb.UNIT_POS]
+    cb.sync_cube()
+    out[cb.UNIT_POS] = sm[63 - cb.UNIT_POS]
+
+
+def test_reading_shared_memory_no_unit_wrote_is_reported_in_race_mode():
+    x = np.ones(64, np.float32)
+    with pytest.raises(RaceError, match="element \\(63,\\).*which no unit of its cube wrote") as e:
+        half_filled[1, 64](x, np.zeros(64, np.float32), device="interp", races=True)
+    assert "unit (0, 0, 0) of cube (0, 0, 0) read shared array 'sm'" in str(e.value)
+    half_filled[1, 64](x, np.zeros(64, np.float32), device="interp")        # without races: not tracked
