@@ -81,7 +81,10 @@ class Expressions:
                 return len(base.shape)
             if attr == "dtype":
                 return base.array.buffer.type.dtype if isinstance(base, RegionRef) else base.buffer.type.dtype
-            self.error(CubeTypeError, f"arrays in kernels have .shape, .ndim and .dtype, not .{attr}")
+            if attr == "global_index" and isinstance(base, RegionRef):
+                return RegionMethod(base, attr)
+            extra = ", and a Region .global_index(j)" if isinstance(base, RegionRef) else ""
+            self.error(CubeTypeError, f"arrays in kernels have .shape, .ndim and .dtype{extra}, not .{attr}")
         if is_traced(base):
             if attr == "dtype":
                 return base.type.dtype
@@ -248,6 +251,10 @@ class Expressions:
     def call(self, func, args, kwargs, node):
         if isinstance(func, Intrinsic):
             return HANDLERS[func.name](self, args, kwargs)
+        if isinstance(func, RegionMethod):
+            if kwargs:
+                self.error(CubeTypeError, f"{func.name}() takes the local indices by position")
+            return self.region_global_index(func.region, args)
         if isinstance(func, DType):
             if len(args) != 1:
                 self.error(CubeTypeError, f"{func}(value) takes one argument")
@@ -352,3 +359,9 @@ class Expressions:
             self.error(CubeIndexError, f"Line element {index} is out of range for a Line of width {line.type.width}")
         return index
 
+
+class RegionMethod:
+    """``part.global_index`` in a kernel, before it is called."""
+
+    def __init__(self, region: RegionRef, name: str):
+        self.region, self.name = region, name
