@@ -714,6 +714,12 @@ def region_indexed_with_two(r: Region[f32, Linear1D]):
 
 
 @cb.kernel
+def region_offset_attribute(r: Region[f32, Linear1D], x: Array[f32]):
+    for j in range(len(r)):
+        r[j] = x[r.offset + j]
+
+
+@cb.kernel
 def region_strategy_of_other_rank(r: Region[f32, Tile2D(4, 4)]):
     r[0, 0] = 1.0
 
@@ -929,6 +935,8 @@ CASES = [
     Bad("atomic_arity", atomic_arity, lambda: [ints()], CubeTypeError, ("atomic_add() takes 3 arguments, got 2",)),
     Bad("region_indexed_with_two", region_indexed_with_two, lambda: [F.copy()], CubeIndexError,
         ("region 'r' has 1 dimension(s) but is indexed with 2",)),
+    Bad("region_offset_attribute", region_offset_attribute, lambda: [F.copy(), f32s()], CubeTypeError,
+        ("a Region .global_index(j), not .offset",)),
     Bad("region_strategy_of_other_rank", region_strategy_of_other_rank, lambda: [F.copy()], CubeTypeError,
         ("region 'r': strategy Tile2D partitions 2-D arrays but the argument has 1 dimension(s)",)),
     Bad("plane_op_arity", plane_op_arity, lambda: [F.copy()], CubeTypeError,
