@@ -130,3 +130,15 @@ def caller_loc() -> SourceLoc | None:
             return SourceLoc(filename, frame.f_lineno, indent, len(text.rstrip()), text)
         frame = frame.f_back
     return None
+
+
+def user_facing(err: CubeError) -> CubeError:
+    """``err`` ready to be re-raised at a public entry point: without the frames of cubepy's
+    internals (the traceback then starts at the entry point, under the user's frames) and
+    without the internal exception it replaced, unless ``CUBEPY_TRACEBACK=full``."""
+    from .settings import full_tracebacks
+
+    if not full_tracebacks():
+        err.__traceback__ = None
+        err.__suppress_context__ = True
+    return err

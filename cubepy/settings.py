@@ -8,6 +8,7 @@
 | log level       | CUBEPY_LOG_LEVEL     | WARNING                          |
 | IR dump folder  | CUBEPY_DUMP_IR       | unset: every new specialization's IR is written there (text and pickle) |
 | autotune output | CUBEPY_PRINT_AUTOTUNING | 0; 1 prints each config an autotuning measures and its time |
+| tracebacks      | CUBEPY_TRACEBACK     | short: errors show the user's frames and cubepy's entry; full: all |
 """
 
 from __future__ import annotations
@@ -59,3 +60,8 @@ def dump_ir_dir() -> Path | None:
 def print_autotuning() -> bool:
     """CUBEPY_PRINT_AUTOTUNING: print every config an autotuning evaluates and its time (stderr)."""
     return os.environ.get("CUBEPY_PRINT_AUTOTUNING", "0").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def full_tracebacks() -> bool:
+    """CUBEPY_TRACEBACK=full: compile and launch errors keep cubepy's internal frames."""
+    return os.environ.get("CUBEPY_TRACEBACK", "").strip().lower() == "full"

@@ -1,18 +1,35 @@
 """Regions: each unit gets its own disjoint part of the output, so writes can never race.
 
-Indexing a region is local (``part[j]``) and checked against the unit's part, not the array.
+Indexing a region is local (``part[j]``) and checked against the unit's part, not the array;
+``part.global_index(j)`` says where that element lies in the whole array, so a unit can read the
+matching elements of plain inputs.
 """
 
 import numpy as np
 
 import cubepy as cb
-from cubepy import Linear1D, Region, Strided1D, Tile2D, f32
+from cubepy import Array, Linear1D, Region, Strided1D, Tile2D, f32
 
 
 @cb.kernel
 def scale_chunks(part: Region[f32, Linear1D], a: f32):
     for j in range(len(part)):      # this unit's chunk, indexed from 0
         part[j] = part[j] * a
+
+
+@cb.kernel
+def axpy_into(out: Region[f32, Linear1D], x: Array[f32], y: Array[f32], a: f32):
+    for j in range(len(out)):
+        g = out.global_index(j)     # this element's index in the whole array
+        out[j] = a * x[g] + y[g]
+
+
+@cb.kernel
+def transpose_tiles(out: Region[f32, Tile2D(2, 4)], m: Array[f32]):
+    for r in range(out.shape[0]):
+        for c in range(out.shape[1]):
+            i, j = out.global_index(r, c)
+            out[r, c] = m[j, i]
 
 
 @cb.kernel
@@ -42,6 +59,16 @@ def main():
     z = y.copy()
     scale_chunks[cb.CubeCount(2), cb.CubeDim(64)](z, 3.0)
     np.testing.assert_allclose(z, expected, rtol=1e-6)
+
+    x = rng.standard_normal(1000, dtype=np.float32)
+    out = np.full(1000, np.nan, np.float32)
+    axpy_into[cb.CubeCount(2), cb.CubeDim(64)](out, x, y, 2.0)
+    np.testing.assert_allclose(out, 2.0 * x + y, rtol=1e-6)
+
+    src = rng.standard_normal((50, 37), dtype=np.float32)
+    t = np.full((37, 50), np.nan, np.float32)
+    transpose_tiles[cb.CubeCount(4, 5), cb.CubeDim(4, 4)](t, src)
+    np.testing.assert_array_equal(t, src.T)
 
     s = np.full(1000, np.nan, np.float32)
     fill_strided[cb.CubeCount(3), cb.CubeDim(32)](s, 1.0)

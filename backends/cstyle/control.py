@@ -4,7 +4,9 @@ barriers (a mixin of `renderer._Renderer`)."""
 from __future__ import annotations
 
 from cubepy.errors import CubeTypeError
-from cubepy.ir.nodes import BINARY, COMPARE, PLANE_OPS, UNARY, Block, Const, Op
+from cubepy.ir.nodes import BINARY, COMPARE, PLANE_OPS, UNARY, Block, Const, Op, walk
+
+from .plane import uses_barrier
 
 
 class ControlFlow:
@@ -60,7 +62,7 @@ class ControlFlow:
     def _op_for(self, op: Op) -> None:
         start, stop, step = (self._arg(a) for a in op.args)
         var = self.names[op.attrs["var"].id]
-        if self.opaque_loops:
+        if self._opaque(op):
             opaque = self._unique("cb_stop")
             self._line(f"volatile int {opaque} = {stop};")
             stop = opaque
@@ -73,8 +75,15 @@ class ControlFlow:
         self._nested(_without_tail_continue(op.blocks[0]))
         self._line("}")
 
+    def _opaque(self, op: Op) -> bool:
+        """Whether this loop's trip count is read through a volatile (PoCL): only loops without a
+        barrier inside. A loop that holds a barrier is one every work-item runs alike, and PoCL
+        miscompiled one whose exit it could not see (a per-unit branch before the barrier let
+        every work-item through; found by tests/fuzz, seed 7000610)."""
+        return self.opaque_loops and not any(uses_barrier(inner, self.d) for inner in walk(op.blocks[0]))
+
     def _op_loop(self, op: Op) -> None:
-        if self.opaque_loops:       # a second exit that is never taken: the loop has no single exit
+        if self._opaque(op):        # a second exit that is never taken: the loop has no single exit
             running = self._unique("cb_run")
             self._line(f"for (volatile int {running} = 1; {running}; ) {{")
             self._nested(_without_tail_continue(op.blocks[0]))

@@ -59,7 +59,8 @@ class Launch:
         self.oob: OutOfBoundsError | None = None
         self.ops = list(walk(kernel.body))
         self.op_index = {id(op): i for i, op in enumerate(self.ops)}
-        self.trackers = {bid: Tracker(len(m.flat)) for bid, m in self.mem.items()
+        shared = {b.id for b in kernel.buffers if b.kind == "shared"}
+        self.trackers = {bid: Tracker(len(m.flat), unwritten_reads=bid in shared) for bid, m in self.mem.items()
                          if races and m.copies != "unit"}
 
     def run(self) -> None:
@@ -243,9 +244,45 @@ class Launch:
         if found is not None:
             raise RaceError(self._race_message(buf, found, op), self.kernel.name, op.loc)
 
+    def _same_step_writes(self, op: Op, buf: Buffer, addr, units, values) -> None:
+        """Without race tracking, still refuse the race every GPU resolves differently: units of
+        one step of one store writing different values to one element (``y[0] = f(i)`` from every
+        unit). Costs a pass over the addresses when they increase, which is the common case."""
+        if len(units) < 2:
+            return
+        addr = np.broadcast_to(np.asarray(addr, np.int64), units.shape)
+        if addr.ndim == 1 and (addr[1:] > addr[:-1]).all():
+            return
+        order = np.argsort(addr, kind="stable")
+        a, v = addr[order], values[order]
+        same_addr = a[1:] == a[:-1]
+        if not same_addr.any():
+            return
+        equal = v[1:] == v[:-1]
+        if v.dtype.kind in "fc":
+            equal |= np.isnan(v[1:]) & np.isnan(v[:-1])
+        if equal.ndim > 1:                                       # Lines: every lane the same
+            equal = equal.all(axis=tuple(range(1, equal.ndim)))
+        clash = np.flatnonzero(same_addr & ~equal)
+        if len(clash):
+            k = int(clash[0])
+            first, second = int(units[order[k]]), int(units[order[k + 1]])
+            index, _ = self.mem[buf.id].index_of(int(a[k]))
+            line = f" (line {op.loc.line})" if op.loc is not None else ""
+            raise RaceError(
+                f"data race on {buf.kind} array '{buf.name}' element {index}: {self.where(first)} and "
+                f"{self.where(second)} wrote different values to it in the same store{line}; which one "
+                "lands differs between devices. Write from one unit (if cb.UNIT_POS == 0: ...), or use an "
+                "atomic; races=True reports every race, reads included", self.kernel.name, op.loc)
+
     def _race_message(self, buf: Buffer, c: Conflict, op: Op) -> str:
         mem = self.mem[buf.id]
         index, _ = mem.index_of(c.addr)
+        if c.first_did == "never wrote":
+            line = f" (line {op.loc.line})" if op.loc is not None else ""
+            return (f"{self.where(c.second_unit)} read {buf.kind} array '{buf.name}' element {index}{line}, "
+                    "which no unit of its cube wrote: shared memory starts undefined (NaN on the interpreter, "
+                    "0 or old data on other devices); write it before the sync_cube() that precedes the read")
 
         def line(o: Op) -> str:
             return f" (line {o.loc.line})" if o.loc is not None else ""
@@ -276,7 +313,10 @@ class Launch:
         if acc is not None:
             sel, units, addr = acc
             self._track(op, buf, addr, units, write=True)
-            self.mem[buf.id].flat[addr] = per_unit(self.value(op.args[-1]), self.N, buf.type)[sel]
+            values = per_unit(self.value(op.args[-1]), self.N, buf.type)[sel]
+            if buf.id not in self.trackers and self.mem[buf.id].copies != "unit":
+                self._same_step_writes(op, buf, addr, units, values)
+            self.mem[buf.id].flat[addr] = values
 
     def _atomic(self, op: Op, mask):
         buf, kind = op.args[0], op.attrs["op"]
@@ -287,6 +327,8 @@ class Launch:
             sel, _, addr = acc
             vals = [per_unit(self.value(a), self.N, buf.type)[sel] for a in op.args[-nvals:]]
             addr = np.broadcast_to(np.asarray(addr, np.int64), vals[0].shape)
+            if buf.id in self.trackers:              # atomics are not races, but they do write
+                self.trackers[buf.id].written[addr] = True
             out[sel] = atomic(kind, self.mem[buf.id].flat, addr, vals[-1], vals[0] if nvals == 2 else None)
         return out
 

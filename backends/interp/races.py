@@ -22,7 +22,11 @@ class Conflict(NamedTuple):
 
 
 class Tracker:
-    def __init__(self, size: int):
+    def __init__(self, size: int, unwritten_reads: bool = False):
+        """``unwritten_reads``: a read of an element no unit has written is a conflict too
+        (shared memory, which starts undefined: NaN on the interpreter, 0 or garbage elsewhere)."""
+        self.unwritten_reads = unwritten_reads
+        self.written = np.zeros(size, bool)
         self.writer = np.full(size, -1, np.int64)
         self.writer_op = np.full(size, -1, np.int64)
         self.readers = np.full((2, size), -1, np.int64)      # two distinct readers suffice
@@ -65,9 +69,15 @@ class Tracker:
         if found is None:
             self.writer[addr] = units
             self.writer_op[addr] = op
+            self.written[addr] = True
         return found
 
     def read(self, addr: np.ndarray, units: np.ndarray, op: int) -> Conflict | None:
+        if self.unwritten_reads:
+            never = ~self.written[addr]
+            if never.any():
+                i = int(np.argmax(never))
+                return Conflict(int(addr[i]), -1, -1, "never wrote", int(units[i]), "read")
         found = self._against(self.writer[addr], self.writer_op, addr, units, "wrote", "read")
         if found is not None:
             return found

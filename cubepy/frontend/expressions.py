@@ -9,6 +9,7 @@ from ..errors import CubeIndexError, CubeNameError, CubeSyntaxError, CubeTypeErr
 from ..ir.nodes import Block, Value, Var
 from ..ir.types import INDEX, DType, Type, bool_, f32
 from ..lang.builtins import Builtin, Intrinsic
+from .hints import not_a_cubepy_function_hint
 from .intrinsics import HANDLERS, builtin_value
 from .operators import is_number, is_traced
 from .purity import describe_call, is_pure
@@ -80,7 +81,10 @@ class Expressions:
                 return len(base.shape)
             if attr == "dtype":
                 return base.array.buffer.type.dtype if isinstance(base, RegionRef) else base.buffer.type.dtype
-            self.error(CubeTypeError, f"arrays in kernels have .shape, .ndim and .dtype, not .{attr}")
+            if attr == "global_index" and isinstance(base, RegionRef):
+                return RegionMethod(base, attr)
+            extra = ", and a Region .global_index(j)" if isinstance(base, RegionRef) else ""
+            self.error(CubeTypeError, f"arrays in kernels have .shape, .ndim and .dtype{extra}, not .{attr}")
         if is_traced(base):
             if attr == "dtype":
                 return base.type.dtype
@@ -247,6 +251,10 @@ class Expressions:
     def call(self, func, args, kwargs, node):
         if isinstance(func, Intrinsic):
             return HANDLERS[func.name](self, args, kwargs)
+        if isinstance(func, RegionMethod):
+            if kwargs:
+                self.error(CubeTypeError, f"{func.name}() takes the local indices by position")
+            return self.region_global_index(func.region, args)
         if isinstance(func, DType):
             if len(args) != 1:
                 self.error(CubeTypeError, f"{func}(value) takes one argument")
@@ -271,9 +279,11 @@ class Expressions:
         if getattr(func, "__cubepy_kernel__", None) is not None:
             self.error(CubeTypeError, f"a kernel cannot call the kernel '{func.__name__}'; "
                        "make the shared code a @cb.func")
+        if func is builtins.print:
+            self.error(CubeTypeError, "print(...) in a kernel: " + not_a_cubepy_function_hint(func))
         if any(is_traced(a) or isinstance(a, (ArrayRef, RegionRef)) for a in list(args) + list(kwargs.values())):
-            self.error(CubeTypeError, f"{describe(func)} is not a cubepy function, so it cannot take runtime values; "
-                       "decorate it with @cb.func to call it from kernels")
+            self.error(CubeTypeError, f"{describe_call(func)} is not a cubepy function, so it cannot take runtime "
+                       "values; " + not_a_cubepy_function_hint(func))
         if not is_pure(func):
             self.error(CubeTypeError, f"{describe_call(func)} is called while the kernel is compiled, and cubepy "
                        "calls only functions known to be pure at that time (the math module, Python's "
@@ -349,3 +359,9 @@ class Expressions:
             self.error(CubeIndexError, f"Line element {index} is out of range for a Line of width {line.type.width}")
         return index
 
+
+class RegionMethod:
+    """``part.global_index`` in a kernel, before it is called."""
+
+    def __init__(self, region: RegionRef, name: str):
+        self.region, self.name = region, name

@@ -99,6 +99,31 @@ class Tracer(CodeGen):
             return self.ops.cast(i, wide_index_dtype(i.type.dtype))
         return self.ops.cast(i, INDEX)
 
+    def region_global_index(self, region: RegionRef, indices):
+        """``part.global_index(j, ...)``: where the unit's local index ``j`` of its part lies in
+        the whole array (one i32 per dimension; a tuple for 2-D parts). Checked mode reports a
+        local index outside the part, as an access of the part would."""
+        ops, b = self.ops, self.builder
+        indices = tuple(indices)
+        if len(indices) != len(region.parts):
+            self.error(CubeIndexError, f"region '{region.param}' has {len(region.parts)} dimension(s); "
+                       f"global_index takes {len(region.parts)} local index(es), got {len(indices)}")
+        local = [ops.cast(self._int_operand(i, f"region '{region.param}' index"), INDEX) for i in indices]
+        if self.spec.checked:
+            ok = True
+            for j, (_, _, length) in zip(local, region.parts):
+                inside = ops.binary("and", ops.compare("ge", j, 0), ops.compare("lt", j, length))
+                ok = inside if ok is True else ops.binary("and", ok, inside)
+            if ok is not True:
+                then_block, else_block = Block(), Block()
+                b.op("if", (ok,), blocks=(then_block, else_block))
+                with b.at(else_block):
+                    b.op("report_oob", (*local, *(length for _, _, length in region.parts)),
+                         array=region.param)
+        at = tuple(ops.binary("add", base, ops.binary("mul", j, step))
+                   for j, (base, step, _) in zip(local, region.parts))
+        return at[0] if len(at) == 1 else at
+
     def region_access(self, region: RegionRef, index, value):
         ops, b = self.ops, self.builder
         indices = index if isinstance(index, tuple) else (index,)

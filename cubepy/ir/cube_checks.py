@@ -1,5 +1,6 @@
-"""Bounds checks once per cube instead of once per access (for backends that run a cube's units in
-a loop on one thread: the CPU).
+"""Bounds checks once per cube instead of once per access (devices with ``checks_per_cube``: the
+CPU, which runs a cube's units in a loop on one thread, and CUDA/HIP, where per-access branches
+stop the compiler from merging loads).
 
 An index computed by adds, subtracts and multiplications by cube-uniform values (parameters,
 shapes, cube positions, constants) from unit positions and loop counters ranges over an interval
@@ -23,6 +24,11 @@ as ``nsw``, which lets LLVM see consecutive addresses). A loop counter lies in
 requires (a positive constant step only). A guard's bound holds for the units past the guard,
 and an op's own i32 test uses the guards where the op runs, which the uses of its value are
 inside of.
+
+Guards (``guards=True``, the CPU). An ``if`` without an else whose condition compares a tracked
+value with a cube-uniform one (``if i < n:``, ``if i >= n: return``) is decided for the whole
+cube by the same test (``hi(i) < n``); the fast side then has the condition constant, so its
+loads and stores need no mask, and the cube that straddles the bound runs the original.
 """
 
 from __future__ import annotations

@@ -153,10 +153,20 @@ def _probe(name: str, options: dict) -> Device:
         return Device(name, dict(options), reason=f"{type(e).__name__}: {e}".splitlines()[0])
 
 
-def devices() -> list[Device]:
+class DeviceList(list):
+    """The list `devices` returns: a list of `Device`, shown one device per line."""
+
+    def __repr__(self) -> str:
+        return "[\n" + "".join(f"  {d!r},\n" for d in self) + "]"
+
+    __str__ = __repr__
+
+
+def devices() -> DeviceList:
     """Every backend's devices (each GPU of a backend that has several: ``cuda``, ``cuda:1``, ...);
-    unavailable backends appear once, with a one-line reason."""
-    out = []
+    unavailable backends appear once, with a one-line reason. ``print(cb.devices())`` shows one
+    per line; ``cubepy devices`` prints a table."""
+    out = DeviceList()
     for name in BACKEND_ORDER:
         key = (name, ())
         if key not in _devices:

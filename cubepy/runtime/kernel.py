@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import settings
-from ..errors import ArgumentTypeError, ArgumentValueError, LaunchError, caller_loc
+from ..errors import ArgumentTypeError, ArgumentValueError, CubeError, LaunchError, caller_loc, user_facing
 from ..frontend.source import capture_source, function_source
 from ..frontend.spec import KernelSpec
 from ..frontend.trace import trace_kernel
@@ -98,13 +98,15 @@ class Launcher:
                 except LaunchError as e:
                     if e.loc is None:
                         e.loc = caller_loc()
-                    raise
+                    raise user_facing(e) from e.__cause__
         try:
             compiled, count = self.kernel._launch(self.count, self.dim, args, kwargs, device, checked, races, stream)
         except LaunchError as e:
             if e.loc is None:
                 e.loc = caller_loc()
-            raise
+            raise user_facing(e) from e.__cause__
+        except CubeError as e:
+            raise user_facing(e) from e.__cause__
         self._last = None if kwargs or compiled is None else (
             compiled.warm_path(count), device, checked, races, compiled)
 
@@ -200,7 +202,9 @@ class KernelFunction:
         except LaunchError as e:
             if e.loc is None:
                 e.loc = caller_loc()
-            raise
+            raise user_facing(e) from e.__cause__
+        except CubeError as e:
+            raise user_facing(e) from e.__cause__
         if count is None:
             return compiled
         count_t = topology(count, "CubeCount", self.__name__)

@@ -1,25 +1,36 @@
-"""cubepy's own CUDA for every launch of every port (plain and tuned, checked and unchecked) renders
-and compiles with nvcc for sm_90: the GPU run's cubepy side, checked without a GPU."""
+"""cubepy's own CUDA and HIP for every launch of every port (plain and tuned, checked and
+unchecked) renders and compiles: nvcc for sm_90 and Debian's hipcc for gfx90a, with the IR
+specialized as those backends specialize it (plane size 32 resp. 64, checks once per cube). The
+GPU run's cubepy side, checked without a GPU."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from cubepy.backends.cstyle import CUDA, render
+from cubepy.backends.cstyle import CUDA, HIP, render
 from cubepy.bench.apps import APPS
 
 import cubepy as cb
+from tests.gpu.conftest import missing_toolchain
+
+TARGETS = {
+    "cuda-sm90": (CUDA, 32, "nvcc", ["-arch=sm_90", "-cubin"], ".cu", {}),
+    "hip-gfx90a": (HIP, 64, "hipcc", ["--offload-arch=gfx90a", "-w", "-c"], ".hip", {"HIP_PLATFORM": "amd"}),
+}
 
 
-def test_every_ports_cuda_source_compiles_for_sm_90(tmp_path):
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is not on PATH")
-    dev = cb.device("interp")
-    sources = {}
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_ports_source_compiles(target, tmp_path):
+    dialect, plane, compiler, flags, suffix, env = TARGETS[target]
+    tool = shutil.which(compiler)
+    if tool is None:
+        missing_toolchain(f"{compiler} is not on PATH")
+    dev = cb.device("interp", plane_dim=plane, checks_per_cube=True)
+    sources, versioned = {}, 0
     for app in APPS.values():
         problem = app.set_up(1500)
         arrays = problem.copy_arrays()
@@ -27,16 +38,18 @@ def test_every_ports_cuda_source_compiles_for_sm_90(tmp_path):
             for checked in (True, False):
                 for launch in app.port(variant, problem, arrays, dev, checked).launches:
                     compiled = launch.kernel.compile(*launch.args, dim=launch.dim, device=dev, checked=checked)
+                    versioned += "cube_checks" in str(compiled.ir)
                     mode = "checked" if checked else "unchecked"
-                    sources[f"{launch.kernel.__name__}_{mode}"] = render(compiled.ir_module, CUDA).source
+                    sources[f"{launch.kernel.__name__}_{mode}"] = render(compiled.ir_module, dialect).source
     assert len(sources) == 2 * 2 * 13
+    assert versioned >= 11             # the plain ports of every kernel but the data-dependent two
 
     def compile_one(item):
         name, source = item
-        path = tmp_path / f"{name}.cu"
+        path = tmp_path / f"{name}{suffix}"
         path.write_text(source)
-        done = subprocess.run([nvcc, "-arch=sm_90", "-cubin", "-o", f"{path}.cubin", str(path)], capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run([tool, *flags, "-o", f"{path}.o", str(path)], capture_output=True, text=True,
+                              timeout=300, env={**os.environ, **env})
         return name, done.returncode, done.stderr[-2000:]
 
     with ThreadPoolExecutor(max_workers=2) as pool:

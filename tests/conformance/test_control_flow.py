@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cubepy as cb
-from cubepy import Array, Comptime, Mut, f32, f64, i16, i32, i64, u8, u16, u64
+from cubepy import Array, Comptime, Mut, f32, f64, i16, i32, i64, u8, u16, u32, u64
 from tests.conftest import poisoned, require_dtype
 
 
@@ -384,3 +384,31 @@ def test_a_per_unit_guard_after_a_loop_in_a_branch_holds_back_the_units_it_shoul
     np.testing.assert_array_equal(out[:105], 2)
     np.testing.assert_array_equal(out[105:], poisoned(1, np.uint8)[0])
     np.testing.assert_array_equal(acc, [1, 1, 7, 7, 1, 7])
+
+
+@cb.kernel
+def plane_branch_in_a_barrier_loop(out: Mut[Array[f32]]):
+    g = cb.ABSOLUTE_POS
+    t = cb.UNIT_POS
+    w = i32(0)
+    while w < 1:
+        w += 1
+        if t // cb.PLANE_DIM == 0:
+            out[g] = f32(1)
+            p = cb.plane_all(u32(1) > u32(1))       # noqa: F841 (the barriers its emulation needs)
+        else:
+            for _k in range(0):
+                pass
+            q = cb.plane_shuffle_up(u8(1), 47)      # noqa: F841
+
+
+def test_a_plane_branch_in_a_loop_of_barriers_runs_for_its_plane_only(dev):
+    # found by tests/fuzz (seed 7000610) on PoCL: with the exits of both loops read through
+    # volatiles, every work-item ran the first plane's store
+    dim, plane = 20, dev.properties.plane_dim
+    out = poisoned(2 * dim, np.float32)
+    plane_branch_in_a_barrier_loop.launch(2, dim, out, device=dev)
+    dev.synchronize()
+    first_plane = (np.arange(2 * dim) % dim) < plane
+    np.testing.assert_array_equal(out[first_plane], 1.0)
+    assert np.isnan(out[~first_plane]).all()

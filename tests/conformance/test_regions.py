@@ -111,3 +111,46 @@ def test_user_strategy_runs_in_kernels(dev):
     out = poisoned(8, np.int32)
     user_region.launch(1, 8, a, out, device=dev)
     np.testing.assert_array_equal(out, [2, 2, 2, 2, 2, 0, 0, 0])   # parts clipped at the array's end
+
+
+@cb.kernel
+def axpy_region(out: Region[f32, Linear1D], x: cb.Array[f32], y: cb.Array[f32], a: f32):
+    for j in range(len(out)):
+        g = out.global_index(j)
+        out[j] = a * x[g] + y[g]
+
+
+@cb.kernel
+def transpose_region(out: Region[f32, Tile2D(2, 4)], m: cb.Array[f32]):
+    for r in range(out.shape[0]):
+        for c in range(out.shape[1]):
+            i, j = out.global_index(r, c)
+            out[r, c] = m[j, i]
+
+
+@cb.kernel
+def global_index_past_the_part(out: Region[f32, Linear1D], x: cb.Array[f32]):
+    for j in range(len(out)):
+        out[j] = x[out.global_index(j + 1)]
+
+
+@pytest.mark.parametrize("strategy_kernel", ["linear", "tile"])
+def test_global_index_reads_the_matching_elements_of_plain_inputs(dev, rng, strategy_kernel):
+    if strategy_kernel == "linear":
+        n = 1000 + int(rng.integers(0, 50))
+        x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        out = poisoned(n, np.float32)
+        axpy_region.launch(3, 32, out, x, y, np.float32(1.5), device=dev)
+        np.testing.assert_allclose(out, np.float32(1.5) * x + y, rtol=1e-6)
+    else:
+        src = rng.standard_normal((50, 37)).astype(np.float32)
+        out = poisoned((37, 50), np.float32)
+        transpose_region.launch((4, 5), (4, 4), out, src, device=dev)
+        np.testing.assert_array_equal(out, src.T)
+
+
+def test_global_index_outside_the_part_is_reported(dev, rng):
+    x = rng.standard_normal(256).astype(np.float32)
+    with pytest.raises(cb.OutOfBoundsError, match="'out'"):
+        global_index_past_the_part.launch(2, 32, poisoned(256, np.float32), x, device=dev)
+        dev.synchronize()

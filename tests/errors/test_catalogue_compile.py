@@ -5,6 +5,7 @@ their own checks)."""
 
 from __future__ import annotations
 
+import math
 import random
 import time
 
@@ -401,6 +402,26 @@ def plain_function_with_runtime_values(x: Mut[Array[f32]]):
 
 
 @cb.kernel
+def math_module_function(x: Mut[Array[f32]]):
+    x[0] = math.sqrt(x[1])
+
+
+@cb.kernel
+def numpy_function(x: Mut[Array[f32]]):
+    x[0] = np.maximum(x[1], x[2])
+
+
+@cb.kernel
+def numpy_function_cubepy_lacks(x: Mut[Array[f32]]):
+    x[0] = np.arctan2(x[1], x[2])
+
+
+@cb.kernel
+def print_in_a_kernel(x: Mut[Array[f32]]):
+    print("x is", x[0])
+
+
+@cb.kernel
 def possibly_unbound_after_if(x: Array[f32], yout: Mut[Array[f32]]):
     i = cb.ABSOLUTE_POS
     if x[i] > 0.5:
@@ -693,6 +714,12 @@ def region_indexed_with_two(r: Region[f32, Linear1D]):
 
 
 @cb.kernel
+def region_offset_attribute(r: Region[f32, Linear1D], x: Array[f32]):
+    for j in range(len(r)):
+        r[j] = x[r.offset + j]
+
+
+@cb.kernel
 def region_strategy_of_other_rank(r: Region[f32, Tile2D(4, 4)]):
     r[0, 0] = 1.0
 
@@ -823,6 +850,14 @@ CASES = [
         ("'_impure' is called while the kernel is compiled", "@cb.func")),
     Bad("plain_function_with_runtime_values", plain_function_with_runtime_values, lambda: [F.copy()], CubeTypeError,
         ("'_impure' is not a cubepy function", "decorate it with @cb.func")),
+    Bad("math_module_function", math_module_function, lambda: [F.copy()], CubeTypeError,
+        ("'math.sqrt' is not a cubepy function", "use cb.sqrt(...) instead")),
+    Bad("numpy_function", numpy_function, lambda: [F.copy()], CubeTypeError,
+        ("'numpy.maximum' is not a cubepy function", "use cb.max(...) instead")),
+    Bad("numpy_function_cubepy_lacks", numpy_function_cubepy_lacks, lambda: [F.copy()], CubeTypeError,
+        ("'numpy.arctan2' is not a cubepy function", "cubepy has no arctan2", "@cb.func")),
+    Bad("print_in_a_kernel", print_in_a_kernel, lambda: [F.copy()], CubeTypeError,
+        ("print(...) in a kernel", "write the values to a Mut array")),
     Bad("possibly_unbound_after_if", possibly_unbound_after_if, lambda: [f32s(), F.copy()], CubeNameError,
         ("'v' may be unbound here", "only on some paths through the if", "UnboundLocalError")),
     Bad("possibly_unbound_after_elif", possibly_unbound_after_elif, lambda: [f32s(), F.copy()], CubeNameError,
@@ -900,6 +935,8 @@ CASES = [
     Bad("atomic_arity", atomic_arity, lambda: [ints()], CubeTypeError, ("atomic_add() takes 3 arguments, got 2",)),
     Bad("region_indexed_with_two", region_indexed_with_two, lambda: [F.copy()], CubeIndexError,
         ("region 'r' has 1 dimension(s) but is indexed with 2",)),
+    Bad("region_offset_attribute", region_offset_attribute, lambda: [F.copy(), f32s()], CubeTypeError,
+        ("a Region .global_index(j), not .offset",)),
     Bad("region_strategy_of_other_rank", region_strategy_of_other_rank, lambda: [F.copy()], CubeTypeError,
         ("region 'r': strategy Tile2D partitions 2-D arrays but the argument has 1 dimension(s)",)),
     Bad("plane_op_arity", plane_op_arity, lambda: [F.copy()], CubeTypeError,

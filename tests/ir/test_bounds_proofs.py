@@ -138,15 +138,15 @@ def differences(x: Array[f32], out: Mut[Array[f32]]):
     t = cb.UNIT_POS_X
     sm[t] = x[cb.ABSOLUTE_POS_X]
     cb.sync_cube()
-    out[cb.ABSOLUTE_POS_X] = sm[t - cb.UNIT_POS_Y]          # a bound minus a bound: may be negative
+    out[cb.UNIT_POS] = sm[t - cb.UNIT_POS_Y]                # a bound minus a bound: may be negative
 
 
 def test_a_difference_of_two_bounded_values_is_not_proven(rng):
     x = rng.standard_normal(64).astype(np.float32)
-    compiled = differences.compile(x, poisoned(64, np.float32), dim=(64, 2), device="interp")
+    compiled = differences.compile(x, poisoned(128, np.float32), dim=(64, 2), device="interp")
     assert _accesses(compiled)["sm"][1] == ()
     with pytest.raises(cb.OutOfBoundsError, match="array 'sm'"):
-        compiled[1](x, poisoned(64, np.float32))
+        compiled[1](x, poisoned(128, np.float32))
 
 
 @cb.kernel

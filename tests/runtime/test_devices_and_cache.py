@@ -124,3 +124,12 @@ def test_a_reused_launcher_notices_every_change_of_argument_kind_or_device():
         np.testing.assert_array_equal(y, 9 * x)
     finally:
         cb.set_device(before)
+
+
+def test_the_device_list_prints_one_device_per_line():
+    found = cb.devices()
+    assert isinstance(found, list) and found
+    lines = str(found).splitlines()
+    assert lines[0] == "[" and lines[-1] == "]" and len(lines) == len(found) + 2
+    assert all(line.startswith("  <Device ") for line in lines[1:-1])
+    assert repr(found) == str(found)
