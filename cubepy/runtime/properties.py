@@ -27,8 +27,9 @@ class DeviceProperties:
     vector_widths: tuple[int, ...] = (1, 2, 4, 8, 16)
     compute_units: int = 1
     features: frozenset[str] = field(default_factory=frozenset)
-    # bounds checks of affine indices tested once per cube (cubepy.ir.cube_checks): backends
-    # running a cube's units in a loop on one thread, where the test is paid once per cube
+    # bounds checks of affine indices tested once per cube (cubepy.ir.cube_checks): the CPU,
+    # where the test is paid once per cube, and CUDA/HIP, where per-access branches stop the
+    # compiler from merging loads (every unit evaluates the test there)
     checks_per_cube: bool = False
     # decide guards a whole cube passes (`if i < n`) once per cube too, in unchecked kernels as
     # well: where masked loads and stores cost (the CPU), not where a compare is free (GPUs)
