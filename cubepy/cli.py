@@ -15,6 +15,8 @@ line in `main` that adds its parser; its work lives in its own module (``bench``
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -114,7 +116,12 @@ def main(argv: list[str] | None = None) -> int:
         commands.add_parser(command.__name__, help=command.__doc__).set_defaults(run=command)
 
     args = parser.parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except BrokenPipeError:        # `cubepy devices | head`: the reader left; no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -37,3 +37,22 @@ def test_devices_lists_every_backend_with_its_plane_sizes_or_why_not(capsys):
 
 def test_version(capsys):
     assert main(["version"]) == 0 and capsys.readouterr().out.strip() == f"cubepy {cb.__version__}"
+
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(monkeypatch):
+    # `cubepy devices | head -1`: the pipe's reader is gone, so writing raises BrokenPipeError
+    import os
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    saved = os.dup(1)
+    try:
+        with os.fdopen(write_end, "w", buffering=1) as closed_pipe:
+            monkeypatch.setattr(sys, "stdout", closed_pipe)
+            assert main(["devices"]) == 0
+            monkeypatch.undo()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
