@@ -8,6 +8,7 @@ Two processes (the `gloo` backend on CPUs; `nccl` with one GPU per rank where th
 
 import argparse
 import os
+import socket
 import sys
 
 import torch
@@ -50,6 +51,7 @@ def rank_main(rank: int, world: int, backend: str, port: int) -> None:
             torch.testing.assert_close(result.cpu(), (data * data).sum(0))
             print(f"torch_distributed ok: {world} ranks ({backend}) ran a cubepy op on their shards and all-reduced "
                   f"{N} values; compile stats of rank 0: {cb.compile_stats()}", flush=True)
+        dist.barrier()      # no rank tears its connections down while another still uses them (gloo aborts)
     finally:
         dist.destroy_process_group()
 
@@ -59,7 +61,9 @@ def main():
     parser.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
     parser.add_argument("--world", type=int, default=2)
     args = parser.parse_args()
-    port = 29500 + os.getpid() % 1000
+    with socket.socket() as probe:         # a port free now, not one a parallel run may hold
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     mp.spawn(rank_main, args=(args.world, args.backend, port), nprocs=args.world, join=True)
 
 

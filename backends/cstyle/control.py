@@ -62,7 +62,7 @@ class ControlFlow:
     def _op_for(self, op: Op) -> None:
         start, stop, step = (self._arg(a) for a in op.args)
         var = self.names[op.attrs["var"].id]
-        if self._opaque(op):
+        if self.opaque_loops:
             opaque = self._unique("cb_stop")
             self._line(f"volatile int {opaque} = {stop};")
             stop = opaque
@@ -76,10 +76,11 @@ class ControlFlow:
         self._line("}")
 
     def _opaque(self, op: Op) -> bool:
-        """Whether this loop's trip count is read through a volatile (PoCL): only loops without a
-        barrier inside. A loop that holds a barrier is one every work-item runs alike, and PoCL
-        miscompiled one whose exit it could not see (a per-unit branch before the barrier let
-        every work-item through; found by tests/fuzz, seed 7000610)."""
+        """Whether this ``loop`` gets a second, never-taken exit through a volatile (PoCL): only
+        one without a barrier inside. With a barrier loop's exit hidden that way and an inner
+        ``for``'s trip count read through a volatile, PoCL ran a plane-uniform branch inside the
+        loop on every work-item (tests/fuzz, seed 7000610). ``for`` loops keep their volatile
+        trip count with barriers or without (seed 800350209 needs it on a barrier loop)."""
         return self.opaque_loops and not any(uses_barrier(inner, self.d) for inner in walk(op.blocks[0]))
 
     def _op_loop(self, op: Op) -> None:

@@ -45,8 +45,10 @@ def _opencl_clang() -> str:
 def kernels(tmp_path_factory) -> list:
     folder = tmp_path_factory.mktemp("ir")
     env = dict(os.environ, CUBEPY_DUMP_IR=str(folder), CUBEPY_TEST_DEVICES="interp", CUBEPY_DEVICE="interp")
+    # the examples that start process groups or clusters add no kernels worth compiling here
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/conformance",
-                          "tests/examples"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+                          "tests/examples", "-k", "not torch_distributed and not dask_map_blocks"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     found = [pickle.loads(p.read_bytes()) for p in sorted(folder.glob("*.pkl"))]
     assert len(found) > 100, f"only {len(found)} specializations were recorded"
