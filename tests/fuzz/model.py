@@ -242,6 +242,8 @@ def _fma(x, y, z, dt):
     if not all(math.isfinite(float(v)) for v in (x, y, z)):
         return np.float64(x) * np.float64(y) + np.float64(z)
     exact = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+    if exact == 0:       # Fractions have no -0.0: x * y is exact in f64 then, so IEEE addition gives the sign
+        return _NP[dt](np.float64(x) * np.float64(y) + np.float64(z))
     if dt == "f64":
         return float(exact)
     guess = np.float32(float(exact))
