@@ -4,7 +4,8 @@
     python -m tests.fuzz --devices cuda --minutes 6 --workers 12
     python -m tests.fuzz --replay 4711 --devices opencl        # shrink one seed and print it
 
-``--devices`` takes backends (``cpu`` runs at plane sizes 8 and 32 by turns, or give ``cpu-p64``);
+``--devices`` takes backends (``cpu`` runs at plane sizes 8, 32, 1 and 64 by turns, or give ``cpu-p64``;
+``cpu-O1`` takes the turns at LLVM -O1, as CI does);
 each kernel runs on the interpreter at the device's plane size and on its devices, and every
 failure is shrunk and printed with its seed, then listed at the end. Exit status 1 if any failed.
 """
@@ -25,10 +26,11 @@ def _targets(devices: list[str]):
     def assign(seed: int) -> list[str]:
         out = []
         for d in devices:
-            if "-p" in d or d not in planes:
+            base, *rest = d.split("-")
+            if base not in planes or any(part.startswith("p") for part in rest):
                 out.append(d)
             else:
-                out.append(f"{d}-p{planes[d][seed % len(planes[d])]}")
+                out.append("-".join([base, f"p{planes[base][seed % len(planes[base])]}", *rest]))
         return out
     return assign
 
