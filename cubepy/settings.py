@@ -9,6 +9,8 @@
 | IR dump folder  | CUBEPY_DUMP_IR       | unset: every new specialization's IR is written there (text and pickle) |
 | autotune output | CUBEPY_PRINT_AUTOTUNING | 0; 1 prints each config an autotuning measures and its time |
 | tracebacks      | CUBEPY_TRACEBACK     | short: errors show the user's frames and cubepy's entry; full: all |
+| print in kernels | CUBEPY_PRINT        | 1; 0 compiles every kernel's print(...) out                      |
+| print line cap  | CUBEPY_PRINT_LIMIT   | 1000 lines per launch; the rest are counted in a note             |
 """
 
 from __future__ import annotations
@@ -65,3 +67,22 @@ def print_autotuning() -> bool:
 def full_tracebacks() -> bool:
     """CUBEPY_TRACEBACK=full: compile and launch errors keep cubepy's internal frames."""
     return os.environ.get("CUBEPY_TRACEBACK", "").strip().lower() == "full"
+
+
+def kernel_prints() -> bool:
+    """CUBEPY_PRINT: 0 compiles ``print(...)`` in kernels out (read when a kernel is specialized)."""
+    return os.environ.get("CUBEPY_PRINT", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def print_limit() -> int:
+    """CUBEPY_PRINT_LIMIT: the lines of ``print(...)`` one launch keeps (default 1000)."""
+    value = os.environ.get("CUBEPY_PRINT_LIMIT", "").strip()
+    if not value:
+        return 1000
+    try:
+        limit = int(value)
+    except ValueError:
+        limit = -1
+    if not 0 <= limit < 2**31 - 1:
+        raise ValueError(f"CUBEPY_PRINT_LIMIT={value!r}: use a number of lines from 0 to {2**31 - 2}")
+    return limit

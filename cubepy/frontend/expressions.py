@@ -12,6 +12,7 @@ from ..lang.builtins import Builtin, Intrinsic
 from .hints import not_a_cubepy_function_hint
 from .intrinsics import HANDLERS, builtin_value
 from .operators import is_number, is_traced
+from .printing import format_string, trace_print
 from .purity import describe_call, is_pure
 from .scope import BINOPS, CMPOPS, STATIC_COMPARE, UNARYOPS, MaybeUnbound, Poisoned, describe, join_types
 from .values import ArrayRef, RangeSpec, RegionRef
@@ -39,6 +40,9 @@ class Expressions:
 
     def expr_Constant(self, node):
         return node.value
+
+    def expr_JoinedStr(self, node):
+        return format_string(self, node)
 
     def expr_Name(self, node):
         return self.load_name(node.id, node)
@@ -280,7 +284,7 @@ class Expressions:
             self.error(CubeTypeError, f"a kernel cannot call the kernel '{func.__name__}'; "
                        "make the shared code a @cb.func")
         if func is builtins.print:
-            self.error(CubeTypeError, "print(...) in a kernel: " + not_a_cubepy_function_hint(func))
+            return trace_print(self, args, kwargs)
         if any(is_traced(a) or isinstance(a, (ArrayRef, RegionRef)) for a in list(args) + list(kwargs.values())):
             self.error(CubeTypeError, f"{describe_call(func)} is not a cubepy function, so it cannot take runtime "
                        "values; " + not_a_cubepy_function_hint(func))

@@ -1,8 +1,6 @@
-"""What to write instead, for a call a kernel cannot make (``math.sqrt(x)``, ``np.exp(x)``, ``print``)."""
+"""What to write instead, for a call a kernel cannot make (``math.sqrt(x)``, ``np.exp(x)``)."""
 
 from __future__ import annotations
-
-import builtins
 
 # math / NumPy names whose cubepy function has another name
 _RENAMED = {"fabs": "abs", "absolute": "abs", "fmin": "min", "fmax": "max", "minimum": "min", "maximum": "max",
@@ -18,11 +16,7 @@ def _cubepy_function(name: str) -> str | None:
 
 def not_a_cubepy_function_hint(func) -> str:
     """The end of the "is not a cubepy function" message: the cubepy function to use for a
-    ``math``/NumPy one, what to do for ``print``, else how to make a Python function callable."""
-    if func is builtins.print:
-        return ("kernels have no print yet: write the values to a Mut array (a debug output) and "
-                "print them on the host, or run the kernel on the interpreter (device='interp') and "
-                "inspect its arrays")
+    ``math``/NumPy one, else how to make a Python function callable."""
     module = getattr(func, "__module__", None) or type(func).__module__ or ""
     name = getattr(func, "__name__", "")
     if module.partition(".")[0] in ("math", "numpy", "cmath", "cupy", "torch", "jax") or module == "builtins":

@@ -39,7 +39,8 @@ class KernelSpec:
     fastmath: str | None = None
     checks_per_cube: bool = False      # test affine indices once per cube (cubepy.ir.cube_checks)
     guards_per_cube: bool = False      # and decide cube-wide guards there, checked or not
+    prints: bool = True                # print(...) records lines (CUBEPY_PRINT=0 compiles them out)
 
     def key(self) -> tuple:
         return (tuple(p.key() for p in self.params), self.cube_dim, self.plane_dim, self.checked, self.fastmath,
-                self.checks_per_cube, self.guards_per_cube)
+                self.checks_per_cube, self.guards_per_cube, self.prints)

@@ -145,6 +145,8 @@ class Kernel:
     # checks were left out on the proof that positions stay below a launch's unit count, which
     # holds only for launches of at most INDEX_MAX units (ir/bounds.py): the runtime refuses others
     units_fit_index: bool = False
+    # print sites (cubepy.ir.prints.PrintSite), by site id; their hidden buffers follow the params
+    prints: list = field(default_factory=list)
 
     @property
     def global_buffers(self) -> list[Buffer]:

@@ -18,12 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .. import settings
 from ..errors import ArgumentTypeError, ArgumentValueError, LaunchError, caller_loc
 from ..frontend.spec import ParamSpec
 from ..ir.nodes import Kernel
 from ..ir.printer import print_kernel
 from ..ir.types import INDEX_MAX
 from .args import bind_arguments, match_arguments
+from . import printing
 from .fake_launches import SKIPPING, skipped
 from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES
@@ -87,6 +89,12 @@ class CompiledKernel:
             return self.ir
         return render(self.ir_module, self.executable, self.device.properties, form)
 
+    @property
+    def prints(self) -> bool:
+        """Whether the kernel calls ``print``: each launch then writes its lines when it ends
+        (and synchronizes with the device to read them)."""
+        return bool(self.ir_module.prints)
+
     def accepts(self, *args, **kwargs) -> bool:
         """Whether these arguments have the kinds this specialization was compiled for (and pass
         the launch checks)."""
@@ -131,6 +139,8 @@ class CompiledKernel:
         if found is None:
             if 0 in count:            # nothing runs: the arguments are still checked
                 found = empty_warm_path(self)
+            elif self.ir_module.prints:     # the hidden print buffers go through `run`
+                found = generic_warm_path(self, *key)
             else:
                 found = direct_warm_path(self, *key) or generic_warm_path(self, *key)
             self.warm_paths[key] = found
@@ -139,8 +149,17 @@ class CompiledKernel:
     def run(self, count: tuple, dim: tuple, values: list, stream: Any = None) -> None:
         """Enqueue with bound values (as `bind` returns them); no checks. For the runtime's launchers."""
         options = self.options if stream is None else {**self.options, "stream": stream}
-        self.device.backend.launch(self.executable, self.ir_module, count, dim, [values[i] for i in self.order],
-                                   self.device.properties, options)
+        args = [values[i] for i in self.order]
+        if self.ir_module.prints:
+            buffers = printing.allocate(self.ir_module, settings.print_limit())
+            try:
+                self.device.backend.launch(self.executable, self.ir_module, count, dim, args + buffers,
+                                           self.device.properties, options)
+            finally:          # a launch that reports an error still shows what it printed
+                printing.write_lines(self.ir_module, self.kernel_name, buffers)
+            return
+        self.device.backend.launch(self.executable, self.ir_module, count, dim, args, self.device.properties,
+                                   options)
 
     def run_warm(self, warm: WarmPath, args: tuple, stream: Any) -> bool:
         """A warm path on ``stream`` (made current where the backend can) and inside a

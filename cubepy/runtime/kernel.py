@@ -277,7 +277,7 @@ class KernelFunction:
 
     def _specialize(self, params, dim, dev: Device, checked: bool):
         spec = KernelSpec(params, dim, dev.properties.plane_dim, checked, self.fastmath,
-                          dev.properties.checks_per_cube, dev.properties.guards_per_cube)
+                          dev.properties.checks_per_cube, dev.properties.guards_per_cube, settings.kernel_prints())
         key = (dev.key(), spec.key())
         hit = self._cache.get(key)
         if hit is None:

@@ -417,8 +417,28 @@ def numpy_function_cubepy_lacks(x: Mut[Array[f32]]):
 
 
 @cb.kernel
-def print_in_a_kernel(x: Mut[Array[f32]]):
-    print("x is", x[0])
+def print_an_array(x: Mut[Array[f32]]):
+    print("x is", x)
+
+
+@cb.kernel
+def print_to_a_file(x: Mut[Array[f32]]):
+    print("x is", x[0], file=None)
+
+
+@cb.kernel
+def print_with_a_format_spec_for_another_type(x: Mut[Array[f32]]):
+    print(f"x is {x[0]:d}")
+
+
+@cb.kernel
+def print_with_a_runtime_format_spec(x: Mut[Array[f32]], w: i32):
+    print(f"x is {x[0]:{w}}")
+
+
+@cb.kernel
+def format_string_stored_in_an_array(x: Mut[Array[f32]]):
+    x[0] = f"{x[1]}"
 
 
 @cb.kernel
@@ -856,8 +876,16 @@ CASES = [
         ("'numpy.maximum' is not a cubepy function", "use cb.max(...) instead")),
     Bad("numpy_function_cubepy_lacks", numpy_function_cubepy_lacks, lambda: [F.copy()], CubeTypeError,
         ("'numpy.arctan2' is not a cubepy function", "cubepy has no arctan2", "@cb.func")),
-    Bad("print_in_a_kernel", print_in_a_kernel, lambda: [F.copy()], CubeTypeError,
-        ("print(...) in a kernel", "write the values to a Mut array")),
+    Bad("print_an_array", print_an_array, lambda: [F.copy()], CubeTypeError,
+        ("cannot format the array 'x'", "print its elements")),
+    Bad("print_to_a_file", print_to_a_file, lambda: [F.copy()], CubeTypeError,
+        ("print(..., file=...)", "sys.stdout", "redirect_stdout")),
+    Bad("print_with_a_format_spec_for_another_type", print_with_a_format_spec_for_another_type,
+        lambda: [F.copy()], CubeValueError, ("format spec 'd' does not apply to a value of type f32",)),
+    Bad("print_with_a_runtime_format_spec", print_with_a_runtime_format_spec, lambda: [F.copy(), 3],
+        CubeTypeError, ("format spec in a kernel's f-string must be known at compile time",)),
+    Bad("format_string_stored_in_an_array", format_string_stored_in_an_array, lambda: [F.copy()],
+        CubeTypeError, ("f-string",)),
     Bad("possibly_unbound_after_if", possibly_unbound_after_if, lambda: [f32s(), F.copy()], CubeNameError,
         ("'v' may be unbound here", "only on some paths through the if", "UnboundLocalError")),
     Bad("possibly_unbound_after_elif", possibly_unbound_after_elif, lambda: [f32s(), F.copy()], CubeNameError,

@@ -70,6 +70,26 @@ def test_a_kernel_is_a_jax_function_eagerly_and_under_jit(method, x):
     assert len(traces) == 1                      # traced once, not per call or per scalar value
 
 
+@cb.kernel
+def scale_and_print(x: Array[f32], out: Mut[Array[f32]], factor: f32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        out[i] = x[i] * factor
+        if i < 3:
+            print(f"out[{i}] = {out[i]}")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_kernel_that_prints_prints_each_call_under_jit(method, x, capsys):
+    f = jax.jit(cubepy.jax.jax_kernel(scale_and_print, outputs=("out",), count=cubes, dim=64, method=method))
+    want = np.asarray(x) * np.float32(2.0)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(x, 2.0), want)
+    jax.effects_barrier()
+    # an f-string shows str(value) (Python's rule for an empty spec; NumPy's float32.__format__ differs)
+    assert capsys.readouterr().out.splitlines() == [f"out[{i}] = {str(want[i])}" for i in range(3)] * 2
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_vmap_runs_the_kernel_per_batch_element(method, x):
     f = cubepy.jax.jax_kernel(scale, outputs=("out",), count=cubes, dim=64, method=method)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import cubepy as cb
-from cubepy import Array, Comptime, Mut, f32, i32, u32
+from cubepy import Array, Comptime, Mut, f32, i32, u32, u64
 from tests.kernels import saxpy  # noqa: F401  (the GPU tests import it from here)
 
 ALL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -146,6 +146,14 @@ def oob(x: Array[f32], y: Mut[Array[f32]]):
     y[i] = x[i + 3]
 
 
+@cb.kernel
+def prints(x: Array[f32], s: Array[u64], y: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = x[i]
+        print("unit", i, f"x={x[i]:.3f} s={s[i]}", x[i] > 0.5)
+
+
 def make_arrays(dtype: str, n: int = 64, seed: int = 0):
     rng = np.random.default_rng(seed)
     dt = np.dtype(dtype)
@@ -182,6 +190,7 @@ def codegen_cases(plane_dim: int = 32):
                             plane_dim=plane_dim)),
         ("oob", ir_of(oob, x, x.copy(), dim=64, plane_dim=plane_dim)),
         ("oob_unchecked", ir_of(oob, x, x.copy(), dim=64, plane_dim=plane_dim, checked=False)),
+        ("prints", ir_of(prints, x, np.zeros(n, np.uint64), x.copy(), dim=64, plane_dim=plane_dim)),
     ]
     for dt in ALL_DTYPES:
         a, b = make_arrays(dt, 16)
