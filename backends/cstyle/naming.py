@@ -77,9 +77,13 @@ class Naming:
         return f"{expr}{self.d.vector_elems[i]}" if self._is_native(t) else f"{expr}.v[{i}]"
 
     def _name(self, v: Value) -> str:
+        # numbered in the order of first use, not by the process-wide Value.id: a kernel traced in
+        # another process (an autotune worker, a fresh run) must render the same source, since the
+        # disk cache is keyed by it
         n = self.names.get(v.id)
         if n is None:
-            n = self.names[v.id] = f"v{v.id}"
+            n = self.names[v.id] = f"v{self.values_named}"
+            self.values_named += 1
         return n
 
     def _arg(self, a, i: int | None = None) -> str:

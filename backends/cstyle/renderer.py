@@ -46,6 +46,7 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow):
         self.entry = name or self._ident(kernel.name)
         self.used: set[str] = set(C_WORDS) | {self.entry}
         self.names: dict[int, str] = {}
+        self.values_named = 0       # values are numbered per kernel, so equal kernels render equal text
         self.helpers: dict[str, str] = {}
         self.structs: dict[str, str] = {}
         self.body: list[str] = []

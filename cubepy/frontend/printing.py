@@ -68,8 +68,9 @@ def _static_spec(ctx, spec: ast.JoinedStr | None) -> str:
 
 def _format_static(ctx, value, conversion, spec: str) -> str:
     if isinstance(value, (ArrayRef, RegionRef)):
-        ctx.error(CubeTypeError, f"cannot format the array '{value.name if isinstance(value, ArrayRef) else value.param}'"
-                  " in a kernel; print its elements, e.g. print(x[i])")
+        name = value.name if isinstance(value, ArrayRef) else value.param
+        ctx.error(CubeTypeError, f"cannot format the array '{name}' in a kernel; print its elements, "
+                  "e.g. print(x[i])")
     if isinstance(value, I32):
         value = int(value)
     if conversion is not None:

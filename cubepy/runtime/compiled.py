@@ -24,8 +24,8 @@ from ..frontend.spec import ParamSpec
 from ..ir.nodes import Kernel
 from ..ir.printer import print_kernel
 from ..ir.types import INDEX_MAX
-from .args import bind_arguments, match_arguments
 from . import printing
+from .args import bind_arguments, match_arguments
 from .fake_launches import SKIPPING, skipped
 from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES

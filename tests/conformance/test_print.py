@@ -30,7 +30,8 @@ def _expected_show(x, d, s, w, k):
         v = np.float32(x[i] * np.float32(2.0))
         if s[i] > -20:
             big = bool(x[i] > 0.5)
-            print_args = ("unit", i, "x =", x[i], f"2x={v:.3f} d={d[i]} s={s[i]:+d} w={w[i]:x} big={big!r} x={str(x[i])}", k)
+            text = f"2x={v:.3f} d={d[i]} s={s[i]:+d} w={w[i]:x} big={big!r} x={str(x[i])}"
+            print_args = ("unit", i, "x =", x[i], text, k)
             out.append(" ".join(str(a) for a in print_args))
     return out
 

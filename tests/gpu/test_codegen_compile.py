@@ -124,3 +124,25 @@ def test_opencl_plane_ops_use_the_sub_group_builtins_the_device_has():
     partial = render(kernel, only_core).source
     assert "sub_group_reduce_add" in partial and "sub_group_shuffle" not in partial
     assert "cb_plane_shuffle_f32(" in partial and "cb_plane_ballot_bool_(" in partial
+
+
+def test_equal_kernels_render_equal_source_whatever_was_traced_before():
+    # the disk cache is keyed by the source: an autotune worker or a fresh process, whose value
+    # counters stand elsewhere, must render the text this process did
+    import numpy as np
+
+    import cubepy as cb
+    from cubepy.ir.nodes import Value
+
+    x = np.ones(256, np.float32)
+
+    def traced():      # a new KernelFunction each time: traced again, not found in its cache
+        return [g.ir_of(cb.kernel(g.block_sum.__wrapped__), x, np.zeros(1, np.float32), dim=256),
+                g.ir_of(cb.kernel(g.prints.__wrapped__), x, np.zeros(256, np.uint64), x.copy())]
+    first = traced()
+    for _ in range(1000):
+        Value(None)
+    second = traced()
+    for dialect in (CUDA, HIP, OPENCL):
+        for a, b in zip(first, second):
+            assert render(a, dialect).source == render(b, dialect).source, a.name
