@@ -110,6 +110,7 @@ def part_real(args, dev) -> dict:
             "exhaustive_best": best_label, "exhaustive_best_ms": full.times[best_label],
             "rejected": len(full.rejected), "failed": len(full.failed), "exhaustive_compiles": full.compiles,
             "replay": replay(space, table, args.seeds),
+            "exhaustive_times_ms": dict(full.times),      # the measured table, to replay strategies offline
             "live_pattern": {"evaluations": live_result.evaluations, "seconds": live_result.seconds,
                              "chosen": live_result.config.label, "chosen_ms_live": live_result.ms,
                              "chosen_ms_exhaustive": full.times.get(live_result.config.label),
