@@ -19,12 +19,13 @@ class _Extent3:
     z: int = 1
 
     def __init__(self, x=1, y=1, z=1, *more, **unknown):
-        kind = type(self).__name__
-        if more:
-            raise TypeError(f"cb.{kind} takes up to 3 extents (x, y, z), got {3 + len(more)}: {(x, y, z, *more)}")
-        if unknown:
+        if more or unknown:
+            kind = type(self).__name__
+            if more:
+                raise TypeError(f"cb.{kind} takes up to 3 extents (x, y, z), got {3 + len(more)}: {(x, y, z, *more)}")
             raise TypeError(f"cb.{kind} takes the extents x, y and z, not {', '.join(map(repr, unknown))}")
         if x.__class__ is not int or y.__class__ is not int or z.__class__ is not int:
+            kind = type(self).__name__
             x, y, z = (_extent(kind, axis, v) for axis, v in zip("xyz", (x, y, z)))
         object.__setattr__(self, "x", x)
         object.__setattr__(self, "y", y)
