@@ -74,6 +74,7 @@ class ControlFlow:
         self._line(f"for ({var} = {start}; {cond}; {var} += {step}) {{")
         self._nested(_without_tail_continue(op.blocks[0]))
         self._line("}")
+        self._join_exits(op)
 
     def _opaque(self, op: Op) -> bool:
         """Whether this ``loop`` gets a second, never-taken exit through a volatile (PoCL): only
@@ -93,6 +94,22 @@ class ControlFlow:
         self._line("for (;;) {")
         self._nested(_without_tail_continue(op.blocks[0]))
         self._line("}")
+        self._join_exits(op)
+
+    def _join_exits(self, op: Op) -> None:
+        """A barrier after a loop that holds a barrier and has more than one way out (PoCL), so
+        that all its exits meet there. ``if c: while ...: sync_cube()`` comes out of the ``if``
+        as a loop whose first statement is ``if (!c) break;``, and the work after it is under
+        ``if (c)`` again: LLVM threads that exit past the work (or moves the test before the
+        loop), which leaves the barrier loop under a conditional with a per-unit guard after it
+        in the same region, and PoCL let every work-item through the guard (tests/fuzz, seed
+        9100144). LLVM neither duplicates a barrier nor threads a branch across one. Legal: a
+        loop holding a barrier is run by the whole cube and left by all of it at once
+        (`check_barriers`)."""
+        if not self.d.join_loop_exits or not any(uses_barrier(inner, self.d) for inner in walk(op.blocks[0])):
+            return
+        if (op.opcode == "for") + _own_breaks(op.blocks[0]) > 1:
+            self._line(self.d.barrier)
 
     def _op_break(self, op: Op) -> None:
         self._line("break;")
@@ -102,6 +119,16 @@ class ControlFlow:
 
     def _op_return(self, op: Op) -> None:
         self._line("return;")
+
+
+def _own_breaks(block: Block) -> int:
+    """The ``break`` statements that leave the loop whose body is ``block`` (not those of loops
+    nested in it)."""
+    return sum(1 if op.opcode == "break" else _own_breaks_in(op) for op in block.ops)
+
+
+def _own_breaks_in(op: Op) -> int:
+    return 0 if op.opcode in ("for", "loop") else sum(_own_breaks(b) for b in op.blocks)
 
 
 def _without_tail_continue(block: Block) -> Block:

@@ -134,6 +134,10 @@ class Dialect:
     # in kernels with barriers, loop trip counts are read through a volatile, so that the compiler
     # sees them as per-unit (PoCL inserts miscompiled barriers of its own into uniform loops)
     opaque_loops: bool = False
+    # a loop that holds a barrier and has more than one way out is followed by a barrier, so that
+    # all its exits meet there (PoCL: LLVM threads a hoisted guard's exit past the code after the
+    # loop, and a per-unit guard there let every work-item through)
+    join_loop_exits: bool = False
     # f64 -> narrower float conversions that round once ({x}); without one, f64 -> f16 goes
     # through float rounded to odd (plain `(half)(float)x` would round twice)
     from_double: dict = field(default_factory=dict)

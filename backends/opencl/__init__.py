@@ -176,8 +176,11 @@ class OpenCLBackend:
         if "Portable Computing Language" in platforms[pi].name:
             # PoCL adds barriers of its own to loops whose trip count looks uniform (in kernels
             # with barriers) and miscompiles them: a guard after such a loop let every
-            # work-item through. Trip counts read through a volatile stop it doing so.
-            dialect = dialect.with_(opaque_loops=True)
+            # work-item through. Trip counts read through a volatile stop it doing so. A barrier
+            # loop with several exits gets a barrier after it, where its exits meet (one exit
+            # threaded straight to the kernel's end by LLVM let every work-item through a guard
+            # after the loop).
+            dialect = dialect.with_(opaque_loops=True, join_loop_exits=True)
         features = {"plane_ops", "atomics"} | ({"subgroups"} if dialect.subgroup_ops else set())
         if dev.type & cl.device_type.GPU:
             features.add("gpu")

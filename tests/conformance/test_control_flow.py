@@ -412,3 +412,70 @@ def test_a_plane_branch_in_a_loop_of_barriers_runs_for_its_plane_only(dev):
     first_plane = (np.arange(2 * dim) % dim) < plane
     np.testing.assert_array_equal(out[first_plane], 1.0)
     assert np.isnan(out[~first_plane]).all()
+
+
+@cb.kernel
+def guard_after_a_barrier_loop_in_a_branch(x: Array[i32], out: Mut[Array[u8]], nu: i32):
+    g = cb.ABSOLUTE_POS
+    if x[0] > 0:                        # cube-uniform: the loop comes out of the if, its first exit
+        w = i32(0)                      # is `if (!(x[0] > 0)) break;`, the rest is under the if again
+        while w < x[1]:
+            w += 1
+            cb.sync_cube()
+        v = x[x[2] % len(x)]            # a checked load: a branch between the loop and the guard
+        if g < nu:
+            out[g] = u8(v + w)
+
+
+@pytest.mark.parametrize("taken", [True, False])
+def test_a_per_unit_guard_after_a_barrier_loop_in_a_uniform_branch_holds_back_the_units_it_should(dev, rng,
+                                                                                                  taken):
+    # found by tests/fuzz (seed 9100144) on PoCL: LLVM sent the loop's first exit straight to the
+    # kernel's end, and every work-item passed the guard
+    x = rng.integers(1, 6, 8).astype(np.int32)
+    x[0] = x[0] if taken else -x[0]
+    for count, dim in (((2, 1, 2), (8, 4, 1)), (3, 20)):
+        n = int(np.prod(count) * np.prod(dim))
+        nu = int(rng.integers(n // 2, n))
+        out = poisoned(n, np.uint8)
+        guard_after_a_barrier_loop_in_a_branch.launch(count, dim, x, out, nu, device=dev)
+        dev.synchronize()
+        want = poisoned(n, np.uint8)
+        if taken:
+            want[:nu] = x[x[2] % len(x)] + x[1]
+        np.testing.assert_array_equal(out, want)
+
+
+@cb.kernel
+def barrier_loops(x: Array[i32], out: Mut[Array[i32]]):
+    t = cb.UNIT_POS
+    s = i32(0)
+    for k in range(x[0]):               # one way out: nothing after it
+        s += k
+        cb.sync_cube()
+    w = i32(0)
+    while w < x[1]:                     # one way out
+        w += 1
+        cb.sync_cube()
+    while True:                         # two ways out: a barrier after it on PoCL
+        if w > x[2]:
+            break
+        w += 2
+        cb.sync_cube()
+        if w == x[3]:
+            break
+    out[t] = s + w
+
+
+def test_on_pocl_only_a_barrier_loop_with_several_exits_is_followed_by_a_barrier():
+    from cubepy.backends.cstyle import OPENCL, render
+    from cubepy.backends.opencl import _barriers_hoisted
+
+    ir = barrier_loops.compile(np.zeros(4, np.int32), np.zeros(32, np.int32), dim=32, device="interp").ir_module
+    pocl = OPENCL.with_(opaque_loops=True, join_loop_exits=True)
+    assert render(_barriers_hoisted(ir, OPENCL), OPENCL).source.count(OPENCL.barrier) == 3
+    assert render(_barriers_hoisted(ir, pocl), pocl).source.count(OPENCL.barrier) == 4
+    x = np.array([5, 3, 8, 9], np.int32)
+    out = np.zeros(32, np.int32)
+    barrier_loops.launch(1, 32, x, out, device="interp")
+    np.testing.assert_array_equal(out, 10 + 9)
