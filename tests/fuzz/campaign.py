@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
+import signal
 import time
 from dataclasses import dataclass, field
 
@@ -111,6 +112,7 @@ KERNELS_PER_WORKER = 150
 
 
 def _worker(tasks, results, size: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the parent's: it reports, then stops us
     os.environ.setdefault("CUBEPY_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "cubepy-fuzz-cache"))
     import warnings
 
@@ -143,6 +145,7 @@ class Tally:
     model: dict = field(default_factory=dict)
     seconds: float = 0.0
     lines: int = 0
+    interrupted: bool = False
 
     def add(self, out: dict) -> None:
         self.kernels += 1
@@ -165,7 +168,8 @@ class Tally:
 
     def table(self) -> str:
         rows = [f"{self.kernels} kernels ({self.lines / max(1, self.kernels):.0f} lines on average) in "
-                f"{self.seconds:.0f} s; {len(self.invalid)} rejected by the interpreter"]
+                f"{self.seconds:.0f} s; {len(self.invalid)} rejected by the interpreter"
+                + ("; interrupted" if self.interrupted else "")]
         if self.model:
             rows.append("  NumPy model vs interp: " + ", ".join(f"{k} {v}" for k, v in sorted(self.model.items())))
         for target, per in sorted(self.counts.items()):
@@ -178,7 +182,8 @@ class Tally:
 def campaign(seeds, assign, workers: int, size: int = 40, deadline: float | None = None,
              on_result=None) -> Tally:
     """Run ``check(seed, assign(seed))`` for each seed on ``workers`` processes until ``deadline``
-    (time.monotonic()); a worker that dies is replaced and its seed counted as a crash."""
+    (time.monotonic()); a worker that dies is replaced and its seed counted as a crash. Ctrl-C
+    ends the run early with the tally of the kernels done (``tally.interrupted``)."""
     ctx = mp.get_context("spawn")
     tasks, results = ctx.Queue(), ctx.Queue()
     procs = {}
@@ -212,42 +217,45 @@ def campaign(seeds, assign, workers: int, size: int = 40, deadline: float | None
             pending += 1
 
     feed()
-    while pending:
-        try:
-            kind, pid, payload = results.get(timeout=1.0)
-        except queue.Empty:
-            for pid, (p, seed) in list(procs.items()):
-                if not p.is_alive():
-                    del procs[pid]
-                    deaths[0] += seed is None and p.exitcode != 0   # exit code 0: it retired
-                    if seed is not None:
-                        pending -= 1
-                        out = {"seed": seed, "targets": {"worker": ("crash", f"exit code {p.exitcode}")}}
-                        tally.add(out)
-                        if on_result:
-                            on_result(out)
+    try:
+        while pending:
+            try:
+                kind, pid, payload = results.get(timeout=1.0)
+            except queue.Empty:
+                for pid, (p, seed) in list(procs.items()):
+                    if not p.is_alive():
+                        del procs[pid]
+                        deaths[0] += seed is None and p.exitcode != 0   # exit code 0: it retired
+                        if seed is not None:
+                            pending -= 1
+                            out = {"seed": seed, "targets": {"worker": ("crash", f"exit code {p.exitcode}")}}
+                            tally.add(out)
+                            if on_result:
+                                on_result(out)
+                        spawn()
+                feed()
+                continue
+            if kind == "start":
+                p, _ = procs.get(pid, (None, None))
+                if p is not None:
+                    procs[pid] = (p, payload)
+                continue
+            if kind == "retired":
+                p, _ = procs.pop(pid, (None, None))
+                if p is not None:          # else it was seen gone and replaced already
+                    p.join(timeout=30)
                     spawn()
-            feed()
-            continue
-        if kind == "start":
+                continue
+            pending -= 1
             p, _ = procs.get(pid, (None, None))
             if p is not None:
-                procs[pid] = (p, payload)
-            continue
-        if kind == "retired":
-            p, _ = procs.pop(pid, (None, None))
-            if p is not None:          # else it was seen gone and replaced already
-                p.join(timeout=30)
-                spawn()
-            continue
-        pending -= 1
-        p, _ = procs.get(pid, (None, None))
-        if p is not None:
-            procs[pid] = (p, None)
-        tally.add(payload)
-        if on_result:
-            on_result(payload)
-        feed()
+                procs[pid] = (p, None)
+            tally.add(payload)
+            if on_result:
+                on_result(payload)
+            feed()
+    except KeyboardInterrupt:      # Ctrl-C: stop, and report what was done
+        tally.interrupted = True
     for _ in procs:
         tasks.put(None)
     for p, _ in procs.values():
