@@ -30,13 +30,16 @@ def hoist_barriers(kernel: Kernel, is_barrier, continues: bool = False, once: bo
     may precede), and PoCL also miscompiled a barrier after a uniform early return. With
     ``once`` (PoCL), a loop holding a barrier whose body never reaches its end becomes the
     ``if`` it is (`unloop_once`); with ``continues`` (PoCL), a ``continue`` that a barrier of the
-    same iteration may follow becomes a flag (`flag_continues`)."""
+    same iteration may follow becomes a flag (`flag_continues`), and so does a ``break`` after
+    the body's last barrier, the loop left at the top of the next iteration
+    (`flag_late_breaks`)."""
     if any(op.opcode == "return" for op in walk(kernel.body)) and any(is_barrier(op) for op in walk(kernel.body)):
         flag_returns(kernel, _returns_before_barriers(kernel, is_barrier))
     if once:
         unloop_once(kernel, is_barrier)
     if continues:
         flag_continues(kernel, is_barrier)
+        flag_late_breaks(kernel, is_barrier)
     from .uniformity import analyze_uniformity
 
     hoister = _Hoister(kernel, is_barrier, analyze_uniformity(kernel))
@@ -226,6 +229,46 @@ def flag_continues(kernel: Kernel, is_barrier) -> None:
         kernel.vars.append(flag)
         ops, _ = _skip_rest(body.ops, which, flag)
         body.ops = [Op("store_var", (flag, Const(False, Type(bool_))), None, {}, (), loop.loc)] + ops
+
+
+def flag_late_breaks(kernel: Kernel, is_barrier) -> None:
+    """In each loop that holds a barrier, a ``break`` of its own after the body's last barrier
+    sets a flag instead, the rest of the body is skipped (`_skip_rest`), and the loop is left by
+    ``if left: break`` at the top of the next iteration, beside the loop's own test. Left where
+    it was, the exit sat in the region after the last barrier, which PoCL's region builder
+    could not form (its hoisted guard branches straight from the barrier both to the exit's
+    side and to the latch, which that side also reaches): PoCL asserted "Incoming edges to
+    non-entry block!" and aborted the process (tests/fuzz, seed 9100940). A ``for`` loop's
+    counter steps once more before the test; nothing reads it after the loop."""
+    def block(parent: Block) -> None:
+        ops = []
+        for loop in parent.ops:
+            for b in loop.blocks:
+                block(b)
+            if loop.opcode in ("for", "loop"):
+                ops.extend(_late_breaks_flagged(kernel, loop, is_barrier))
+            ops.append(loop)
+        parent.ops = ops
+
+    block(kernel.body)
+
+
+def _late_breaks_flagged(kernel: Kernel, loop: Op, is_barrier) -> list[Op]:
+    """Rewrite ``loop`` for `flag_late_breaks`; the ops to put before it (the flag's reset)."""
+    body = loop.blocks[0]
+    order = list(walk(body))
+    barriers = [k for k, op in enumerate(order) if is_barrier(op)]
+    own = {id(op) for op in _own(body, "break")}
+    which = {id(op) for k, op in enumerate(order) if barriers and id(op) in own and k > barriers[-1]}
+    if not which:
+        return []
+    flag = Var("cb_left", Type(bool_))
+    kernel.vars.append(flag)
+    ops, _ = _skip_rest(body.ops, which, flag)
+    left = Value(Type(bool_))
+    leave = Op("if", (left,), None, {}, (Block([Op("break", (), None, {}, (), loop.loc)]), Block()), loop.loc)
+    body.ops = [Op("load_var", (flag,), left, {}, (), loop.loc), leave] + ops
+    return [Op("store_var", (flag, Const(False, Type(bool_))), None, {}, (), loop.loc)]
 
 
 class _Hoister:

@@ -539,3 +539,35 @@ def test_a_guard_in_a_barrier_loop_that_always_breaks_holds_back_the_units_it_sh
         if runs:
             want[:nu] = x[1]
         np.testing.assert_array_equal(out, want)
+
+
+@cb.kernel
+def a_break_after_the_last_barrier_of_a_loop(x: Array[i32], out: Mut[Array[i32]]):
+    w = i32(0)
+    while w < x[0]:
+        w += 1
+        if x[1] > 0:                    # cube-uniform
+            pass
+        else:
+            _ = cb.plane_max(x[2])      # a barrier on OpenCL, its result unused
+            if x[w % len(x)] > 3:       # the exit right after it
+                break
+    out[cb.ABSOLUTE_POS] = w
+
+
+def test_a_break_right_after_a_loops_last_barrier_compiles_and_leaves_the_loop(dev, rng):
+    # found by tests/fuzz (seed 9100940): PoCL's compiler asserted ("Incoming edges to non-entry
+    # block!") and aborted the process
+    x = rng.integers(-2, 8, 8).astype(np.int32)
+    x[0], x[1] = rng.integers(1, 5), -1
+    for count, dim in (((2, 1, 1), (7, 3, 1)), (3, 20)):
+        n = int(np.prod(count) * np.prod(dim))
+        out = poisoned(n, np.int32)
+        a_break_after_the_last_barrier_of_a_loop.launch(count, dim, x, out, device=dev)
+        dev.synchronize()
+        w = 0
+        while w < x[0]:
+            w += 1
+            if x[w % len(x)] > 3:
+                break
+        np.testing.assert_array_equal(out, w)
