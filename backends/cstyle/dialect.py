@@ -138,6 +138,15 @@ class Dialect:
     # all its exits meet there (PoCL: LLVM threads a hoisted guard's exit past the code after the
     # loop, and a per-unit guard there let every work-item through)
     join_loop_exits: bool = False
+    # a loop that holds a barrier and never reaches the end of its body becomes the if it is, which
+    # the barrier hoisting splits (PoCL: LLVM folded it into an if itself, a barrier under a
+    # conditional, and a guard after it let every work-item through)
+    unloop_once: bool = False
+    # in a loop that holds a barrier, a continue that a barrier may follow becomes a flag, and the
+    # rest of the body an if that the barrier hoisting splits (PoCL: `if c: continue` before a
+    # barrier is a barrier under a conditional to LLVM, and a guard after it let every work-item
+    # through)
+    flag_continues: bool = False
     # f64 -> narrower float conversions that round once ({x}); without one, f64 -> f16 goes
     # through float rounded to odd (plain `(half)(float)x` would round twice)
     from_double: dict = field(default_factory=dict)

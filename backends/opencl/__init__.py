@@ -179,8 +179,10 @@ class OpenCLBackend:
             # work-item through. Trip counts read through a volatile stop it doing so. A barrier
             # loop with several exits gets a barrier after it, where its exits meet (one exit
             # threaded straight to the kernel's end by LLVM let every work-item through a guard
-            # after the loop).
-            dialect = dialect.with_(opaque_loops=True, join_loop_exits=True)
+            # after the loop). A barrier loop that never reaches the end of its body becomes an
+            # if, and a continue before a barrier a flag, so that LLVM finds no barrier under a
+            # conditional of its own making (both let every work-item through a guard).
+            dialect = dialect.with_(opaque_loops=True, join_loop_exits=True, unloop_once=True, flag_continues=True)
         features = {"plane_ops", "atomics"} | ({"subgroups"} if dialect.subgroup_ops else set())
         if dev.type & cl.device_type.GPU:
             features.add("gpu")
@@ -369,7 +371,8 @@ def _barriers_hoisted(kernel: Kernel, dialect: Dialect) -> Kernel:
         return uses_barrier(op, dialect)
     if not any(is_barrier(op) for op in walk(kernel.body)):
         return kernel
-    lowered = hoist_barriers(copy.deepcopy(kernel), is_barrier)
+    lowered = hoist_barriers(copy.deepcopy(kernel), is_barrier, continues=dialect.flag_continues,
+                             once=dialect.unloop_once)
     check_barriers(lowered, lambda op: op.opcode != "sync_cube" and is_barrier(op),
                    "this OpenCL device runs plane ops through local memory between work-group barriers")
     verify(lowered)

@@ -22,14 +22,24 @@ from .nodes import Block, Const, Kernel, Op, Value, Var, walk
 from .types import Type, bool_
 
 
-def hoist_barriers(kernel: Kernel, is_barrier) -> Kernel:
+def hoist_barriers(kernel: Kernel, is_barrier, continues: bool = False, once: bool = False) -> Kernel:
     """Rewrite ``kernel`` in place (``is_barrier(op)`` says which ops are barriers); returns it.
 
     Early returns become a flag first (`flag_returns`) when the kernel has barriers: a unit that
     returned must still reach the barriers after its return (which only a cube-uniform return
-    may precede), and PoCL also miscompiled a barrier after a uniform early return."""
+    may precede), and PoCL also miscompiled a barrier after a uniform early return. With
+    ``once`` (PoCL), a loop holding a barrier whose body never reaches its end becomes the
+    ``if`` it is (`unloop_once`); with ``continues`` (PoCL), a ``continue`` that a barrier of the
+    same iteration may follow becomes a flag (`flag_continues`), and so does a ``break`` after
+    the body's last barrier, the loop left at the top of the next iteration
+    (`flag_late_breaks`)."""
     if any(op.opcode == "return" for op in walk(kernel.body)) and any(is_barrier(op) for op in walk(kernel.body)):
         flag_returns(kernel, _returns_before_barriers(kernel, is_barrier))
+    if once:
+        unloop_once(kernel, is_barrier)
+    if continues:
+        flag_continues(kernel, is_barrier)
+        flag_late_breaks(kernel, is_barrier)
     from .uniformity import analyze_uniformity
 
     hoister = _Hoister(kernel, is_barrier, analyze_uniformity(kernel))
@@ -95,6 +105,170 @@ def flag_returns(kernel: Kernel, which: set[int] | None = None) -> None:
 
     body, _ = block(kernel.body.ops, False)
     kernel.body.ops = [Op("store_var", (flag, Const(False, Type(bool_))), None, {}, (), kernel.loc)] + body
+
+
+def _skip_rest(ops: list[Op], which: set[int], flag: Var) -> tuple[list[Op], bool]:
+    """``ops`` with each jump of ``which`` (op ids; not those of nested loops) replaced by setting
+    ``flag``, and the rest of each enclosing block under ``if not flag``; and whether any was."""
+    out: list[Op] = []
+    for i, op in enumerate(ops):
+        if id(op) in which:
+            out.append(Op("store_var", (flag, Const(True, Type(bool_))), None, {}, (), op.loc))
+            return out, True                  # what follows a jump is never reached
+        jumps = False
+        if op.opcode not in ("for", "loop"):  # a nested loop's jumps are its own
+            for b in op.blocks:
+                b.ops, j = _skip_rest(b.ops, which, flag)
+                jumps |= j
+        out.append(op)
+        if jumps:
+            rest, _ = _skip_rest(ops[i + 1:], which, flag)
+            if rest:
+                done, live = Value(Type(bool_)), Value(Type(bool_))
+                out += [Op("load_var", (flag,), done, {}, (), op.loc), Op("not", (done,), live, {}, (), op.loc),
+                        Op("if", (live,), None, {}, (Block(rest), Block()), op.loc)]
+            return out, True
+    return out, False
+
+
+def _own(block: Block, opcode: str, live: bool = False) -> list[Op]:
+    """The ``break`` or ``continue`` ops of the loop whose body is ``block`` (not of nested
+    loops); with ``live``, only those on a side of an ``if`` that a constant condition takes."""
+    found = []
+    for op in block.ops:
+        if op.opcode == opcode:
+            found.append(op)
+        elif op.opcode not in ("for", "loop"):
+            for b in (_taken(op) if live else op.blocks):
+                found += _own(b, opcode, live)
+    return found
+
+
+def _taken(op: Op) -> tuple[Block, ...]:
+    """The blocks of ``op`` that may run: one side of an ``if`` on a constant."""
+    if op.opcode == "if" and isinstance(op.args[0], Const):
+        return op.blocks[:1] if op.args[0].value else op.blocks[1:]
+    return op.blocks
+
+
+def _always_leaves(ops: list[Op]) -> bool:
+    """Whether every path through ``ops`` ends in a ``break`` or ``return`` (an ``if`` on a
+    constant goes the way the compiler folds it)."""
+    for op in ops:
+        if op.opcode in ("break", "return"):
+            return True
+        if op.opcode == "if":
+            sides = _taken(op)
+            decided = len(sides) == 2 or isinstance(op.args[0], Const)
+            if decided and sides and all(_always_leaves(b.ops) for b in sides):
+                return True
+    return False
+
+
+def unloop_once(kernel: Kernel, is_barrier) -> None:
+    """A loop holding a barrier whose body never reaches its end (every path through it leaves,
+    and it has no ``continue``) runs at most once: it becomes ``if`` the loop runs (a ``for``'s
+    start before its stop; a ``loop`` always, its test is its first ``break``), the body under
+    it, and its breaks a flag that skips the rest of the body (`_skip_rest`). The hoister then
+    splits that ``if`` around the barriers. Left a loop, LLVM found the back edge unreachable and
+    folded it into an ``if`` itself, with the barriers under it and a per-unit guard after them
+    in the same region, and PoCL let every work-item through the guard (tests/fuzz, seed
+    9100774)."""
+    def block(ops: list[Op]) -> list[Op]:
+        out: list[Op] = []
+        for op in ops:
+            for b in op.blocks:
+                b.ops = block(b.ops)
+            body = op.blocks[0] if op.opcode in ("for", "loop") else None
+            if body is None or not any(is_barrier(o) for o in walk(body)) or _own(body, "continue", live=True) \
+                    or not _always_leaves(body.ops):
+                out.append(op)
+                continue
+            flag = Var("cb_left", Type(bool_))
+            kernel.vars.append(flag)
+            jumps = _own(body, "break") + _own(body, "continue")       # continues here are never reached
+            inner, _ = _skip_rest(body.ops, {id(j) for j in jumps}, flag)
+            inner = [Op("store_var", (flag, Const(False, Type(bool_))), None, {}, (), op.loc)] + inner
+            if op.opcode == "loop":
+                out += inner
+                continue
+            start, stop, step = op.args
+            inner = [Op("store_var", (op.attrs["var"], start), None, {}, (), op.loc)] + inner
+            runs = Value(Type(bool_))
+            if isinstance(step, Const):
+                out.append(Op("lt" if step.value > 0 else "gt", (start, stop), runs, {}, (), op.loc))
+            else:
+                up, down, rising = Value(Type(bool_)), Value(Type(bool_)), Value(Type(bool_))
+                out += [Op("lt", (start, stop), up, {}, (), op.loc), Op("gt", (start, stop), down, {}, (), op.loc),
+                        Op("gt", (step, Const(0, step.type)), rising, {}, (), op.loc),
+                        Op("select", (rising, up, down), runs, {}, (), op.loc)]
+            out.append(Op("if", (runs,), None, {}, (Block(inner), Block()), op.loc))
+        return out
+
+    kernel.body.ops = block(kernel.body.ops)
+
+
+def flag_continues(kernel: Kernel, is_barrier) -> None:
+    """In each loop that holds a barrier, a ``continue`` of its own that a barrier later in the
+    body may follow sets a per-iteration flag instead, and the rest of each enclosing block of
+    the body runs under ``if not continued`` (`_skip_rest`): the barriers after it are then under
+    an ``if``, which the hoister splits as any other. Left a jump, ``if c: continue`` makes the
+    rest of the body a conditional that LLVM sees (the loop's latch is where the two paths
+    meet), a barrier under it and a per-unit guard after the barrier in the same region, and
+    PoCL let every work-item through the guard (tests/fuzz, seed 9100469). Only a cube-uniform
+    ``continue`` may precede a barrier (`check_barriers`), so the flag is cube-uniform."""
+    for loop in [op for op in walk(kernel.body) if op.opcode in ("for", "loop")]:
+        body = loop.blocks[0]
+        order = list(walk(body))
+        last = max((k for k, op in enumerate(order) if is_barrier(op)), default=-1)
+        own = {id(op) for op in _own(body, "continue")}
+        which = {id(op) for k, op in enumerate(order) if id(op) in own and k < last}
+        if not which:
+            continue
+        flag = Var("cb_continued", Type(bool_))
+        kernel.vars.append(flag)
+        ops, _ = _skip_rest(body.ops, which, flag)
+        body.ops = [Op("store_var", (flag, Const(False, Type(bool_))), None, {}, (), loop.loc)] + ops
+
+
+def flag_late_breaks(kernel: Kernel, is_barrier) -> None:
+    """In each loop that holds a barrier, a ``break`` of its own after the body's last barrier
+    sets a flag instead, the rest of the body is skipped (`_skip_rest`), and the loop is left by
+    ``if left: break`` at the top of the next iteration, beside the loop's own test. Left where
+    it was, the exit sat in the region after the last barrier, which PoCL's region builder
+    could not form (its hoisted guard branches straight from the barrier both to the exit's
+    side and to the latch, which that side also reaches): PoCL asserted "Incoming edges to
+    non-entry block!" and aborted the process (tests/fuzz, seed 9100940). A ``for`` loop's
+    counter steps once more before the test; nothing reads it after the loop."""
+    def block(parent: Block) -> None:
+        ops = []
+        for loop in parent.ops:
+            for b in loop.blocks:
+                block(b)
+            if loop.opcode in ("for", "loop"):
+                ops.extend(_late_breaks_flagged(kernel, loop, is_barrier))
+            ops.append(loop)
+        parent.ops = ops
+
+    block(kernel.body)
+
+
+def _late_breaks_flagged(kernel: Kernel, loop: Op, is_barrier) -> list[Op]:
+    """Rewrite ``loop`` for `flag_late_breaks`; the ops to put before it (the flag's reset)."""
+    body = loop.blocks[0]
+    order = list(walk(body))
+    barriers = [k for k, op in enumerate(order) if is_barrier(op)]
+    own = {id(op) for op in _own(body, "break")}
+    which = {id(op) for k, op in enumerate(order) if barriers and id(op) in own and k > barriers[-1]}
+    if not which:
+        return []
+    flag = Var("cb_left", Type(bool_))
+    kernel.vars.append(flag)
+    ops, _ = _skip_rest(body.ops, which, flag)
+    left = Value(Type(bool_))
+    leave = Op("if", (left,), None, {}, (Block([Op("break", (), None, {}, (), loop.loc)]), Block()), loop.loc)
+    body.ops = [Op("load_var", (flag,), left, {}, (), loop.loc), leave] + ops
+    return [Op("store_var", (flag, Const(False, Type(bool_))), None, {}, (), loop.loc)]
 
 
 class _Hoister:

@@ -479,3 +479,95 @@ def test_on_pocl_only_a_barrier_loop_with_several_exits_is_followed_by_a_barrier
     out = np.zeros(32, np.int32)
     barrier_loops.launch(1, 32, x, out, device="interp")
     np.testing.assert_array_equal(out, 10 + 9)
+
+
+@cb.kernel
+def a_uniform_continue_before_a_barrier(x: Array[i32], out: Mut[Array[i32]], nu: i32):
+    g = cb.ABSOLUTE_POS
+    for k in range(x[0]):
+        if cb.CUBE_POS == x[1]:         # cube-uniform: this cube skips the rest of the iteration
+            continue
+        m = cb.plane_max(x[2] + k)      # a barrier on OpenCL
+        if g < nu:
+            out[g] = m
+
+
+def test_a_guard_after_a_uniform_continue_and_a_barrier_holds_back_the_units_it_should(dev, rng):
+    # found by tests/fuzz (seed 9100469) on PoCL: the continue made the rest of the body a
+    # conditional, a barrier under it and the guard after it, and every work-item passed the guard
+    x = rng.integers(0, 100, 4).astype(np.int32)
+    x[0] = rng.integers(1, 4)
+    for (cx, cy), (dx, dy) in (((1, 2), (7, 3)), ((3, 1), (20, 1))):
+        n = cx * cy * dx * dy
+        x[1] = rng.integers(0, cx * cy)
+        nu = int(rng.integers(n // 2, n))
+        out = poisoned(n, np.int32)
+        a_uniform_continue_before_a_barrier.launch((cx, cy), (dx, dy), x, out, nu, device=dev)
+        dev.synchronize()
+        want = poisoned(n, np.int32)
+        want[:nu] = x[2] + x[0] - 1
+        g = np.arange(n)
+        skipped = (g % (cx * dx)) // dx + cx * (g // (cx * dx) // dy) == x[1]
+        want[skipped] = poisoned(n, np.int32)[skipped]
+        np.testing.assert_array_equal(out, want)
+
+
+
+@cb.kernel
+def a_barrier_loop_that_always_breaks(x: Array[i32], out: Mut[Array[i32]], nu: i32):
+    g = cb.ABSOLUTE_POS
+    for k in range(x[0] % 4):           # at most one iteration: the body always ends in a break
+        m = cb.plane_max(x[1])          # a barrier on OpenCL
+        if g < nu:
+            out[g] = m + k
+        break
+
+
+@pytest.mark.parametrize("runs", [True, False])
+def test_a_guard_in_a_barrier_loop_that_always_breaks_holds_back_the_units_it_should(dev, rng, runs):
+    # found by tests/fuzz (seed 9100774) on PoCL: LLVM folded the loop into an if, a barrier
+    # under a conditional with the guard after it, and every work-item passed the guard
+    x = rng.integers(0, 100, 4).astype(np.int32)
+    x[0] = x[0] // 4 * 4 + (1 if runs else 0)
+    for count, dim in (((2, 1, 1), (4, 4, 4)), (3, 20)):
+        n = int(np.prod(count) * np.prod(dim))
+        nu = int(rng.integers(n // 2, n))
+        out = poisoned(n, np.int32)
+        a_barrier_loop_that_always_breaks.launch(count, dim, x, out, nu, device=dev)
+        dev.synchronize()
+        want = poisoned(n, np.int32)
+        if runs:
+            want[:nu] = x[1]
+        np.testing.assert_array_equal(out, want)
+
+
+@cb.kernel
+def a_break_after_the_last_barrier_of_a_loop(x: Array[i32], out: Mut[Array[i32]]):
+    w = i32(0)
+    while w < x[0]:
+        w += 1
+        if x[1] > 0:                    # cube-uniform
+            pass
+        else:
+            _ = cb.plane_max(x[2])      # a barrier on OpenCL, its result unused
+            if x[w % len(x)] > 3:       # the exit right after it
+                break
+    out[cb.ABSOLUTE_POS] = w
+
+
+def test_a_break_right_after_a_loops_last_barrier_compiles_and_leaves_the_loop(dev, rng):
+    # found by tests/fuzz (seed 9100940): PoCL's compiler asserted ("Incoming edges to non-entry
+    # block!") and aborted the process
+    x = rng.integers(-2, 8, 8).astype(np.int32)
+    x[0], x[1] = rng.integers(1, 5), -1
+    for count, dim in (((2, 1, 1), (7, 3, 1)), (3, 20)):
+        n = int(np.prod(count) * np.prod(dim))
+        out = poisoned(n, np.int32)
+        a_break_after_the_last_barrier_of_a_loop.launch(count, dim, x, out, device=dev)
+        dev.synchronize()
+        w = 0
+        while w < x[0]:
+            w += 1
+            if x[w % len(x)] > 3:
+                break
+        np.testing.assert_array_equal(out, w)
