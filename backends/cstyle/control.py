@@ -91,10 +91,29 @@ class ControlFlow:
             self._nested(_without_tail_continue(op.blocks[0]))
             self._line("}")
             return
+        self._hide_entry_values(op)
         self._line("for (;;) {")
         self._nested(_without_tail_continue(op.blocks[0]))
         self._line("}")
         self._join_exits(op)
+
+    def _hide_entry_values(self, op: Op) -> None:
+        """Before a barrier ``loop`` on PoCL, pass the values its variables enter with through a
+        volatile, so that LLVM cannot count its trips. ``if c: w = 0; while w < 1: ...
+        plane_shuffle(...); if g < n: ...``: LLVM proved the back edge never taken, deleted the
+        loop, and left its barriers under the hoisted condition, with the guard after them in
+        one region; PoCL let every work-item through the guard (tests/fuzz, CI seed 429550188).
+        The loop's exits stay plain (seed 7000610)."""
+        if not self.opaque_loops or not any(uses_barrier(inner, self.d) for inner in walk(op.blocks[0])):
+            return
+        written = []
+        for inner in walk(op.blocks[0]):
+            if inner.opcode == "store_var" and inner.args[0] not in written:
+                written.append(inner.args[0])
+        for var in written:
+            name = self.names[var.id]
+            hidden = self._unique("cb_entry")
+            self._line(f"{{ volatile {self._vt(var.type)} {hidden} = {name}; {name} = {hidden}; }}")
 
     def _join_exits(self, op: Op) -> None:
         """A barrier after a loop that holds a barrier and has more than one way out (PoCL), so

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cubepy as cb
-from cubepy import Array, Comptime, Mut, f32, f64, i16, i32, i64, u8, u16, u32, u64
+from cubepy import Array, Comptime, Mut, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from tests.conftest import poisoned, require_dtype
 
 
@@ -571,3 +571,33 @@ def test_a_break_right_after_a_loops_last_barrier_compiles_and_leaves_the_loop(d
             if x[w % len(x)] > 3:
                 break
         np.testing.assert_array_equal(out, w)
+
+
+@cb.kernel
+def a_one_trip_barrier_loop_under_a_uniform_if(x: Array[u16], out: Mut[Array[f64]], c: i8, n: i32,
+                                               trips: Comptime[int]):
+    g = cb.ABSOLUTE_POS
+    if c < 100:                                  # cube-uniform
+        w = i32(0)
+        while w < trips:                         # a runtime loop whose trip count LLVM can compute
+            w += 1
+            _ = cb.plane_shuffle(x[0], w)        # a barrier on PoCL, its result unused
+            if g < n:
+                out[g] = f64(w)
+
+
+@pytest.mark.parametrize("trips", [1, 2])
+def test_a_guard_in_a_one_trip_barrier_loop_under_a_uniform_if_holds_back_the_units_it_should(dev, rng, trips):
+    # found by the CI fuzz budget (seed 429550188): LLVM deleted the back edge of the one-trip
+    # loop, which left its barriers under the condition with the guard after them, and PoCL let
+    # every work-item store
+    x = rng.integers(0, 1000, 8).astype(np.uint16)
+    n = int(rng.integers(33, 60))
+    for c in (5, 120):
+        out = poisoned(64, np.float64)
+        a_one_trip_barrier_loop_under_a_uniform_if[(1, 2, 1), (8, 4, 1)](x, out, c, n, trips, device=dev)
+        dev.synchronize()
+        want = np.full(64, np.nan)
+        if c < 100:
+            want[:n] = trips
+        np.testing.assert_array_equal(out, want)
