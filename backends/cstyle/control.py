@@ -82,7 +82,10 @@ class ControlFlow:
         ``for``'s trip count read through a volatile, PoCL ran a plane-uniform branch inside the
         loop on every work-item (tests/fuzz, seed 7000610). ``for`` loops keep their volatile
         trip count with barriers or without (seed 800350209 needs it on a barrier loop)."""
-        return self.opaque_loops and not any(uses_barrier(inner, self.d) for inner in walk(op.blocks[0]))
+        return self.opaque_loops and not self._holds_barrier(op)
+
+    def _holds_barrier(self, op: Op) -> bool:
+        return any(uses_barrier(inner, self.d) for inner in walk(op.blocks[0]))
 
     def _op_loop(self, op: Op) -> None:
         if self._opaque(op):        # a second exit that is never taken: the loop has no single exit
@@ -104,7 +107,7 @@ class ControlFlow:
         loop, and left its barriers under the hoisted condition, with the guard after them in
         one region; PoCL let every work-item through the guard (tests/fuzz, CI seed 429550188).
         The loop's exits stay plain (seed 7000610)."""
-        if not self.opaque_loops or not any(uses_barrier(inner, self.d) for inner in walk(op.blocks[0])):
+        if not self.opaque_loops or not self._holds_barrier(op):
             return
         written = []
         for inner in walk(op.blocks[0]):
@@ -125,7 +128,7 @@ class ControlFlow:
         9100144). LLVM neither duplicates a barrier nor threads a branch across one. Legal: a
         loop holding a barrier is run by the whole cube and left by all of it at once
         (`check_barriers`)."""
-        if not self.d.join_loop_exits or not any(uses_barrier(inner, self.d) for inner in walk(op.blocks[0])):
+        if not self.d.join_loop_exits or not self._holds_barrier(op):
             return
         if (op.opcode == "for") + _own_breaks(op.blocks[0]) > 1:
             self._line(self.d.barrier)

@@ -32,6 +32,7 @@ from .folding import (
     fold_typed_compare,
     literal_value,
 )
+from .values import FormatString
 
 NUMBER = (bool, int, float)
 
@@ -323,6 +324,6 @@ def _simplify(opname: str, a: Value, b: Value):
 
 
 def _describe(x) -> str:
-    if type(x).__name__ == "FormatString":
+    if isinstance(x, FormatString):
         return "an f-string with runtime values (kernels only print them: print(f\"...\"))"
     return f"{type(x).__name__} {x!r}" if len(repr(x)) < 60 else type(x).__name__

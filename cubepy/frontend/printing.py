@@ -7,25 +7,16 @@ printf, is in `cubepy.ir.prints`; the host side is `cubepy.runtime.printing`.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from ..errors import CubeTypeError, CubeValueError
 from ..ir.nodes import Block, Buffer, Const
-from ..ir.prints import HEADER, NAMES, PrintSite, PrintValue
+from ..ir.prints import CONVERSIONS, HEADER, NAMES, PrintSite, PrintValue
 from ..ir.types import INDEX, Type, f64, i64
 from .folding import I32
 from .operators import is_traced
-from .values import ArrayRef, RegionRef
+from .values import ArrayRef, FormatString, RegionRef
 
 _I32, _I64, _F64 = Type(INDEX), Type(i64), Type(f64)
-
-
-@dataclass(frozen=True)
-class FormatString:
-    """An f-string with runtime values: text pieces and ``(value, conversion, spec)`` triples.
-    Only ``print`` takes one."""
-
-    pieces: tuple
 
 
 def format_string(ctx, node: ast.JoinedStr):
@@ -74,7 +65,7 @@ def _format_static(ctx, value, conversion, spec: str) -> str:
     if isinstance(value, I32):
         value = int(value)
     if conversion is not None:
-        value = {"s": str, "r": repr, "a": ascii}[conversion](value)
+        value = CONVERSIONS[conversion](value)
     try:
         return format(value, spec)
     except (TypeError, ValueError) as e:
@@ -87,15 +78,13 @@ def _sample(dtype):
 
 
 def _check_spec(ctx, value, conversion, spec: str) -> None:
-    dtype = value.type.dtype
-    sample = _sample(dtype)
-    if value.type.width > 1:
-        sample = [sample] * value.type.width
+    """Refuse a spec the host could not apply: to each lane, or to the converted text (a Line's
+    converted text is its list's)."""
+    sample = _sample(value.type.dtype)
+    if conversion is not None:
+        sample = CONVERSIONS[conversion]([sample] * value.type.width if value.type.width > 1 else sample)
     try:
-        if value.type.width > 1 and not conversion:
-            format(sample[0], spec)
-        else:
-            format({"s": str, "r": repr, "a": ascii}[conversion](sample) if conversion else sample, spec)
+        format(sample, spec)
     except (TypeError, ValueError) as e:
         ctx.error(CubeValueError, f"format spec {spec!r} does not apply to a value of type {value.type}: {e}")
 

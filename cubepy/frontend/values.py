@@ -39,6 +39,14 @@ class RegionRef:
 
 
 @dataclass(frozen=True)
+class FormatString:
+    """An f-string with runtime values: text pieces and ``(value, conversion, spec)`` triples.
+    Only ``print`` takes one (`printing.py`)."""
+
+    pieces: tuple
+
+
+@dataclass(frozen=True)
 class RangeSpec:
     start: Any
     stop: Any

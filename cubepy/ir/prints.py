@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from .nodes import SourceLoc
 
 HEADER = 5                       # site, cube_x, cube_y, cube_z, unit (linear in its cube)
-COUNTS = ("reserved", "lines", "cap")
+CONVERSIONS = {"s": str, "r": repr, "a": ascii}     # an f-string's !s, !r, !a
 NAMES = {"counts": "cubepy_print_counts", "words": "cubepy_print_words", "floats": "cubepy_print_floats"}
 
 

@@ -156,35 +156,28 @@ class KernelFunction:
     def __getitem__(self, config) -> Launcher:
         # Reuse the launcher of a configuration seen before: ints, tuples of ints, cb.CubeCount and
         # cb.CubeDim (classes are checked, so that True never finds the launcher made for 1).
-        plain = False
-        if config.__class__ is tuple and len(config) == 2:
-            count, dim = config
-            if count.__class__ is int and dim.__class__ is int:
-                plain = True
-            elif count.__class__ is CubeCount and dim.__class__ is CubeDim:
-                # keyed by the extents (a 6-tuple, never equal to a 2-tuple key): the objects are
-                # usually made anew for each launch, and their dataclass __eq__/__hash__ cost more
-                config = (count.x, count.y, count.z, dim.x, dim.y, dim.z)
-                found = self._launchers.get(config)
-                if found is not None:
-                    return found
-                launcher = Launcher(self, count, dim)
-                if len(self._launchers) < 256:
-                    self._launchers[config] = launcher
-                return launcher
-        if not plain and config.__class__ is tuple and len(config) == 2:
-            if all(isinstance(v, np.integer) for v in config):
-                config = (int(config[0]), int(config[1]))      # NumPy ints from array arithmetic
-            plain = _cacheable(config[0]) and _cacheable(config[1])
-        if plain:
-            found = self._launchers.get(config)
+        if not (config.__class__ is tuple and len(config) == 2):
+            raise ArgumentTypeError("launch as kernel[cube_count, cube_dim](*args)", self.__name__)
+        count, dim = config
+        key = None
+        if count.__class__ is int and dim.__class__ is int:
+            key = config
+        elif count.__class__ is CubeCount and dim.__class__ is CubeDim:
+            # keyed by the extents (a 6-tuple, never equal to a 2-tuple key): the objects are
+            # usually made anew for each launch, and their dataclass __eq__/__hash__ cost more
+            key = (count.x, count.y, count.z, dim.x, dim.y, dim.z)
+        else:
+            if isinstance(count, np.integer) and isinstance(dim, np.integer):
+                count, dim = int(count), int(dim)           # NumPy ints from array arithmetic
+            if _cacheable(count) and _cacheable(dim):
+                key = (count, dim)
+        if key is not None:
+            found = self._launchers.get(key)
             if found is not None:
                 return found
-        if not (isinstance(config, tuple) and len(config) == 2):
-            raise ArgumentTypeError("launch as kernel[cube_count, cube_dim](*args)", self.__name__)
-        launcher = Launcher(self, *config)
-        if plain and len(self._launchers) < 256:
-            self._launchers[config] = launcher
+        launcher = Launcher(self, count, dim)
+        if key is not None and len(self._launchers) < 256:
+            self._launchers[key] = launcher
         return launcher
 
     def launch(self, count, dim, *args, device: Device | str | None = None, checked: bool | None = None,

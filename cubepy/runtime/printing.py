@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from ..ir.nodes import Buffer, Kernel
-from ..ir.prints import HEADER, NAMES, PrintSite, PrintValue
+from ..ir.prints import CONVERSIONS, HEADER, NAMES, PrintSite, PrintValue
 
 _ROLES = {name: role for role, name in NAMES.items()}
 _PRECISION = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?\d*[,_]?(\.\d+)?[a-zA-Z%]?")
@@ -79,11 +79,12 @@ def _line(site: PrintSite, words: np.ndarray, floats: np.ndarray | None, at: int
         lanes = [_scalar(piece, words, floats, k + j) for j in range(piece.width)]
         k += piece.width
         if piece.width == 1:
-            out.append(_text(lanes[0], piece))
-        elif piece.conversion is None:
-            out.append("[" + ", ".join(_text(v, piece) for v in lanes) + "]")
-        else:
-            out.append(format("[" + ", ".join(_text(v, piece, bare=True) for v in lanes) + "]", piece.spec))
+            out.append(_text(lanes[0], piece.conversion, piece.spec))
+        elif piece.conversion is None:        # the spec applies to each lane
+            out.append("[" + ", ".join(_text(v, None, piece.spec) for v in lanes) + "]")
+        else:                                 # the spec applies to the converted list, as in Python
+            listed = "[" + ", ".join(_text(v, piece.conversion, "") for v in lanes) + "]"
+            out.append(format(listed, piece.spec))
     return "".join(out)
 
 
@@ -99,13 +100,12 @@ def _scalar(piece: PrintValue, words: np.ndarray, floats: np.ndarray | None, k: 
     return value
 
 
-def _text(value, piece: PrintValue, bare: bool = False) -> str:
+def _text(value, conversion: str | None, spec: str) -> str:
     """``value`` as Python formats it in an f-string: a narrow float prints with its own shortest
     digits (``0.1``, not the f64 expansion of the f32 value) unless the spec gives a precision."""
     if isinstance(value, np.floating):
-        match = _PRECISION.fullmatch(piece.spec)
+        match = _PRECISION.fullmatch(spec)
         value = float(value) if match and match.group(1) else float(str(value))
-    if bare or piece.conversion is not None:
-        text = {"s": str, "r": repr, "a": ascii, None: str}[piece.conversion](value)
-        return text if bare else format(text, piece.spec)
-    return format(value, piece.spec)
+    if conversion is not None:
+        value = CONVERSIONS[conversion](value)
+    return format(value, spec)

@@ -434,15 +434,22 @@ def test_a_per_unit_guard_after_a_barrier_loop_in_a_uniform_branch_holds_back_th
     # kernel's end, and every work-item passed the guard
     x = rng.integers(1, 6, 8).astype(np.int32)
     x[0] = x[0] if taken else -x[0]
-    for count, dim in (((2, 1, 2), (8, 4, 1)), (3, 20)):
+    _check_guarded_stores(dev, rng, guard_after_a_barrier_loop_in_a_branch, x, np.uint8, ((2, 1, 2), (8, 4, 1)),
+                          x[x[2] % len(x)] + x[1] if taken else None)
+
+
+def _check_guarded_stores(dev, rng, kernel, x, dtype, shape, value) -> None:
+    """Launch ``kernel(x, out, nu)`` at ``shape`` and at (3, 20) with a random ``nu``: the units
+    below ``nu`` store ``value`` (None: no unit stores), the others leave the poison."""
+    for count, dim in (shape, (3, 20)):
         n = int(np.prod(count) * np.prod(dim))
         nu = int(rng.integers(n // 2, n))
-        out = poisoned(n, np.uint8)
-        guard_after_a_barrier_loop_in_a_branch.launch(count, dim, x, out, nu, device=dev)
+        out = poisoned(n, dtype)
+        kernel.launch(count, dim, x, out, nu, device=dev)
         dev.synchronize()
-        want = poisoned(n, np.uint8)
-        if taken:
-            want[:nu] = x[x[2] % len(x)] + x[1]
+        want = poisoned(n, dtype)
+        if value is not None:
+            want[:nu] = value
         np.testing.assert_array_equal(out, want)
 
 
@@ -529,16 +536,8 @@ def test_a_guard_in_a_barrier_loop_that_always_breaks_holds_back_the_units_it_sh
     # under a conditional with the guard after it, and every work-item passed the guard
     x = rng.integers(0, 100, 4).astype(np.int32)
     x[0] = x[0] // 4 * 4 + (1 if runs else 0)
-    for count, dim in (((2, 1, 1), (4, 4, 4)), (3, 20)):
-        n = int(np.prod(count) * np.prod(dim))
-        nu = int(rng.integers(n // 2, n))
-        out = poisoned(n, np.int32)
-        a_barrier_loop_that_always_breaks.launch(count, dim, x, out, nu, device=dev)
-        dev.synchronize()
-        want = poisoned(n, np.int32)
-        if runs:
-            want[:nu] = x[1]
-        np.testing.assert_array_equal(out, want)
+    _check_guarded_stores(dev, rng, a_barrier_loop_that_always_breaks, x, np.int32, ((2, 1, 1), (4, 4, 4)),
+                          x[1] if runs else None)
 
 
 @cb.kernel
