@@ -124,6 +124,9 @@ def _fma64(a, b, c):
         return p + c
     shape = np.broadcast_shapes(p.shape, np.shape(c))
     exact = np.asarray(_fsum3(*(np.broadcast_to(np.where(safe, v, 0.0), shape) for v in (p, e, c))), np.float64)
+    # an exact zero: fsum has no -0.0; with an exact product IEEE's p + c gives the sign (-0.0 only
+    # for two negative zeros), and non-zero terms that cancel give +0.0
+    exact = np.where(exact == 0, np.where(e == 0, p + c, 0.0), exact)
     return np.where(safe, exact, p + c)
 
 

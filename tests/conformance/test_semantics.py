@@ -383,3 +383,22 @@ def test_fma_of_values_the_same_on_every_unit(dev):
     o = poisoned(4, np.float64)
     fused_scalars.launch(1, 4, o, 1.0 + 2.0**-30, 1.0 - 2.0**-30, -1.0, device=dev)
     np.testing.assert_array_equal(o, -(2.0**-60))        # the unfused product rounds to 1.0: 0.0
+
+
+@cb.kernel
+def fma_of_zeros(x: Array[f64], out: Mut[Array[f64]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        out[i] = cb.fma(x[i] * 0.0, f64(-1.0), f64(-0.0))
+
+
+def test_an_f64_fma_whose_exact_result_is_zero_takes_ieee_sign(dev, rng):
+    # found by the CI fuzz budget (seed 383000510): the interpreter's exact f64 fma gave +0.0 for
+    # fma(+0.0, -1.0, -0.0), whose IEEE result is -0.0
+    require_dtype(dev, np.float64)
+    x = rng.standard_normal(64)
+    out = poisoned(64, np.float64)
+    fma_of_zeros[1, 64](x, out, device=dev)
+    want = np.where(x >= 0, -0.0, 0.0)            # (+-0.0 * -1.0) + -0.0
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(want))
+    np.testing.assert_array_equal(out, 0.0)
