@@ -22,6 +22,7 @@ import numpy as np
 
 from cubepy.errors import ArgumentValueError, out_of_bounds
 from cubepy.ir.nodes import Kernel
+from cubepy.runtime.backend import Backend
 from cubepy.runtime.properties import DeviceProperties
 
 from . import jit
@@ -91,8 +92,10 @@ class Executable:
         self.fn(block, first, last, self.workspace())
 
 
-class CpuBackend:
+class CpuBackend(Backend):
     name = "cpu"
+    preference = 80            # after every GPU
+    disk_cached = True
     source_forms = ("source", "optimized", "asm")
 
     def __init__(self):

@@ -25,7 +25,7 @@ import numpy as np
 from cubepy.errors import ArgumentTypeError, ArgumentValueError, BackendUnavailableError, ToolchainError
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime import dlpack
-from cubepy.runtime.backend import DirectLauncher
+from cubepy.runtime.backend import Backend, DirectLauncher
 from cubepy.runtime.device_arrays import (
     DeviceArray,
     NotContiguous,
@@ -87,10 +87,13 @@ def _raw_reader(cp):
     return lambda a: (a.dtype, a.shape, a.data.ptr, a.flags.c_contiguous, False, a.data.device_id)
 
 
-class CudaBackend:
+class CudaBackend(Backend):
     name = "cuda"
+    preference = 0
+    host_memory = False
     device_array_platforms = frozenset({"cuda"})
     takes_streams = True
+    disk_cached = True
 
     def __init__(self):
         self._devices: dict[DeviceProperties, int] = {}

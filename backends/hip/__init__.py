@@ -24,6 +24,7 @@ import numpy as np
 
 from cubepy.errors import ArgumentValueError, BackendUnavailableError, ToolchainError
 from cubepy.ir.nodes import Kernel
+from cubepy.runtime.backend import Backend
 from cubepy.runtime.disk_cache import DiskCache
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
@@ -69,8 +70,10 @@ class Executable:
 CACHE = DiskCache("hip", ".hsaco")
 
 
-class HipBackend:
+class HipBackend(Backend):
     name = "hip"
+    preference = 10
+    disk_cached = True
 
     def __init__(self):
         self._devices: dict[DeviceProperties, int] = {}

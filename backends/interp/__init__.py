@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from cubepy.errors import ArgumentValueError, CubeTypeError
 from cubepy.ir.nodes import ATOMIC_OPS, OPCODES, Kernel, walk
+from cubepy.runtime.backend import Backend
 from cubepy.runtime.properties import DeviceProperties
 
 from .executor import Launch
@@ -16,8 +17,9 @@ from .executor import Launch
 __all__ = ["BACKEND", "InterpBackend", "Launch"]
 
 
-class InterpBackend:
+class InterpBackend(Backend):
     name = "interp"
+    preference = 90            # the reference semantics, slow: only when nothing else loads
 
     def probe(self, plane_dim=32, races=False, checks_per_cube=False, guards_per_cube=False,
               **_) -> DeviceProperties:

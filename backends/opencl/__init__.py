@@ -18,6 +18,9 @@ place: the runtime describes them as `DeviceArray`s of platform "opencl".
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,12 +34,15 @@ from cubepy.errors import (
     ToolchainError,
 )
 from cubepy.ir.nodes import Buffer, Kernel
+from cubepy.runtime.backend import Backend
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
 from cubepy.runtime.residency import note_download, note_upload
 
 from ..cstyle import OPENCL, OPENCL_SUBGROUP_OPS, Dialect, Rendered, empty_record, oob_error, render
+
+_STREAM: ContextVar[Any] = ContextVar("cubepy_opencl_queue", default=None)     # use_stream's queue
 
 
 def _cl():
@@ -133,8 +139,10 @@ def _cl_array_facts(a) -> tuple:
     return (a.dtype, a.ndim, a.flags.c_contiguous)
 
 
-class OpenCLBackend:
+class OpenCLBackend(Backend):
     name = "opencl"
+    preference = 20
+    host_memory = False
     device_array_platforms = frozenset({"opencl"})
     takes_streams = True
 
@@ -260,7 +268,7 @@ class OpenCLBackend:
                properties: DeviceProperties, options: dict) -> None:
         cl = _cl()
         state = executable.state
-        ctx, queue = state.context, self._queue(cl, state, options.get("stream"), kernel)
+        ctx, queue = state.context, self._queue(cl, state, options.get("stream") or _STREAM.get(), kernel)
         params = kernel.params
         values, copy_back = [], []
         buffers: dict[int, Any] = {}
@@ -305,19 +313,30 @@ class OpenCLBackend:
                 other.finish()     # records may be written from other queues too
             self._check_errors(kernel)
 
-    def _queue(self, cl, state: _DeviceState, stream, kernel: Kernel):
+    def _queue(self, cl, state: _DeviceState, stream, kernel: Kernel | None):
         """The device's own queue, or the ``stream=`` queue, which must be of the device's context."""
+        name = kernel.name if kernel is not None else None
         if stream is None:
             return state.queue
         if not isinstance(stream, cl.CommandQueue):
             raise ArgumentTypeError(f"stream= takes a pyopencl.CommandQueue on OpenCL, got {type(stream).__name__}",
-                                    kernel.name)
+                                    name)
         if stream.context != state.context:
             raise ArgumentValueError("stream= is a queue of another OpenCL context; make it with the device's "
-                                     "(cb.device('opencl').backend.queue(dev.properties).context)", kernel.name)
+                                     "(cb.device('opencl').backend.queue(dev.properties).context)", name)
         if all(q is not stream for q in self._user_queues):
             self._user_queues.append(stream)
         return stream
+
+    @contextmanager
+    def use_stream(self, stream, properties: DeviceProperties) -> Iterator[None]:
+        """A context in which launches without ``stream=`` go on the pyopencl queue ``stream``."""
+        self._queue(_cl(), self._state(properties), stream, None)       # refuse a queue it cannot take
+        token = _STREAM.set(stream)
+        try:
+            yield
+        finally:
+            _STREAM.reset(token)
 
     def to_device(self, array: np.ndarray, properties: DeviceProperties):
         """A pyopencl array copy of ``array`` on this device (for cb.preload)."""
@@ -329,7 +348,7 @@ class OpenCLBackend:
         return data.get(self._state(properties).queue, ary=out)
 
     def event(self, properties: DeviceProperties) -> OpenCLEvent:
-        return OpenCLEvent(_cl(), self._state(properties).queue)
+        return OpenCLEvent(_cl(), _STREAM.get() or self._state(properties).queue)
 
     def synchronize(self, properties: DeviceProperties | None = None) -> None:
         for queue in self._user_queues:
