@@ -178,6 +178,7 @@ def test_a_package_adds_a_backend_through_an_entry_point(tmp_path):
     env = subprocess_env()
     env["PYTHONPATH"] = f"{tmp_path}:{env['PYTHONPATH']}"
     (tmp_path / "run.py").write_text(script)
-    out = subprocess.run([sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["thirdparty", "55.0"]
