@@ -20,6 +20,9 @@ may (the defaults describe a backend whose launches run to completion on host me
 - memory (for `cb.preload`, `cb.from_dlpack`, `Resident.to_host`): `to_device`, `to_host`,
   `from_dlpack`.
 
+A backend module must be cheap to import (the registry imports every one to order them): its
+vendor library, compilers and code generator load in ``probe`` or ``compile``.
+
 Backends with device memory of their own build on `cubepy.runtime.device_host.DeviceBackend`,
 which writes the argument walk, the transfers and the transfer ledger, and the error records once.
 """
