@@ -73,7 +73,6 @@ class Executable:
         self.has_oob = bool(layout.oob_sites)
         self.units = math.prod(kernel.cube_dim)
         self._tls = threading.local()
-        self._optimized: str | None = None
 
     def workspace(self) -> int:
         """This thread's workspace (64-byte aligned), kept between launches."""

@@ -14,7 +14,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from .types import INDEX, DType, Type
+from .types import Type
 
 
 @dataclass(frozen=True)
@@ -149,10 +149,6 @@ class Kernel:
     prints: list = field(default_factory=list)
 
     @property
-    def global_buffers(self) -> list[Buffer]:
-        return [p for p in self.params if isinstance(p, Buffer)]
-
-    @property
     def shared_bytes(self) -> int:
         total = 0
         for b in self.buffers:
@@ -237,17 +233,9 @@ OPCODES: dict[str, str] = {
     "return": "this unit is done with the kernel",
 }
 
-INDEX_TYPE = Type(INDEX)
-BOOL_TYPE_NAME = "bool_"
-
-
 def walk(block: Block):
     """Every op of a block, nested ones included, in program order."""
     for op in block.ops:
         yield op
         for b in op.blocks:
             yield from walk(b)
-
-
-def buffer_element_dtype(buf: Buffer) -> DType:
-    return buf.type.dtype
