@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 
 from cubepy.ir.nodes import Block, Const, Op, Var, walk
+from cubepy.ir.opcodes import LINE_OPS, PURE
 
-from .common import PURE, RET, CpuCompileError
+from .common import RET, CpuCompileError
 from .llvmtext import const, ltype, mangle
 
-_LINE_OPS = ("broadcast", "extract", "insert")
 # how many loop iterations ahead a gang prefetches a grid-stride load (see _gprefetch)
 PREFETCH_AHEAD = 16
 
@@ -40,7 +40,7 @@ class GangMixin:
 
         def ok(op: Op, depth: int) -> bool:
             nonlocal has_loop
-            if op.opcode == "atomic" or op.opcode in _LINE_OPS:
+            if op.opcode == "atomic" or op.opcode in LINE_OPS:
                 return False
             if op.opcode in ("break", "continue") and depth == 0:
                 return False

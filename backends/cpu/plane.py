@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from cubepy.ir.nodes import (
-    Op,
-)
+from cubepy.ir.nodes import Op
+from cubepy.ir.opcodes import PLANE_COMBINE, PLANE_REDUCE, PLANE_SCANS, PLANE_SOURCE_LANE, PLANE_VOTES, plane_identity
 from cubepy.ir.types import Type
 
 from .llvmtext import const, ltype
@@ -56,8 +55,7 @@ class PlaneMixin:
             lanes(each)
 
         rty = ltype(t)
-        if code in ("plane_sum", "plane_prod", "plane_min", "plane_max", "plane_all", "plane_any",
-                    "plane_ballot"):
+        if code in PLANE_REDUCE or code in PLANE_VOTES:
             acc = fn.alloca(rty)
             ident = self._identity(code, t)
             fn.emit(f"store {rty} {ident}, ptr {acc}")
@@ -69,21 +67,19 @@ class PlaneMixin:
                     bit = fn.op(f"shl i64 1, {fn.op(f'zext i32 {lane} to i64')}")
                     new = fn.op(f"or i64 {cur}, {fn.op(f'select i1 {xv}, i64 {bit}, i64 0')}")
                 else:
-                    kind = {"plane_sum": "add", "plane_prod": "mul", "plane_min": "min", "plane_max": "max",
-                            "plane_all": "and", "plane_any": "or"}[code]
-                    new = self._binary(kind, cur, xv, t)
+                    new = self._binary(PLANE_COMBINE[code], cur, xv, t)
                 fn.emit(f"store {rty} {fn.op(f'select i1 {valid}, {rty} {new}, {rty} {cur}')}, ptr {acc}")
             lanes(combine)
             total = fn.op(f"load {rty}, ptr {acc}")
             write_all(lambda lane, u, valid: total)
-        elif code in ("plane_inclusive_sum", "plane_exclusive_sum"):
+        elif code in PLANE_SCANS:
             acc = fn.alloca(rty)
             fn.emit(f"store {rty} {const(t, 0)}, ptr {acc}")
 
             def scan(lane, u, valid):
                 xv = fn.op(f"select i1 {valid}, {rty} {self._get(x)}, {rty} {const(t, 0)}")
                 cur = fn.op(f"load {rty}, ptr {acc}")
-                new = self._binary("add", cur, xv, t)
+                new = self._binary(PLANE_COMBINE[code], cur, xv, t)
                 fn.emit(f"store {rty} {new}, ptr {acc}")
                 self._store_slot(op.result, u, new if code == "plane_inclusive_sum" else cur)
             lanes(scan)
@@ -101,11 +97,9 @@ class PlaneMixin:
             def shuffle(lane, u, valid):
                 a = fn.op(f"sext i32 {self._get(op.args[1])} to i64")
                 l64 = fn.op(f"zext i32 {lane} to i64")
-                if code in ("plane_broadcast", "plane_shuffle"):
-                    src = fn.op(f"and i64 {a}, {P - 1}")
-                else:
-                    inst = {"plane_shuffle_xor": "xor", "plane_shuffle_up": "sub", "plane_shuffle_down": "add"}[code]
-                    src = fn.op(f"{inst} i64 {l64}, {a}")
+                inst, left, right = PLANE_SOURCE_LANE[code]
+                operand = {"a": a, "lane": l64, "last": P - 1}
+                src = fn.op(f"{inst} i64 {operand[left]}, {operand[right]}")
                 n64 = n if n == str(P) else fn.op(f"zext i32 {n} to i64")
                 ge0 = fn.op(f"icmp sge i64 {src}, 0")
                 inside = fn.op(f"and i1 {ge0}, {fn.op(f'icmp slt i64 {src}, {n64}')}")
@@ -125,16 +119,4 @@ class PlaneMixin:
         fn.block(done)
 
     def _identity(self, code: str, t: Type) -> str:
-        d = t.dtype
-        if code in ("plane_sum", "plane_any", "plane_ballot"):
-            return const(t, 0)
-        if code in ("plane_prod", "plane_all"):
-            return const(t, 1)
-        high = code == "plane_min"
-        if d.is_bool:
-            return const(t, high)
-        if d.is_float:
-            return const(t, float("inf") if high else float("-inf"))
-        if d.is_signed:
-            return const(t, (1 << (d.bits - 1)) - 1 if high else -(1 << (d.bits - 1)))
-        return const(t, (1 << d.bits) - 1 if high else 0)
+        return const(t, plane_identity(code, t.dtype))
