@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from cubepy.errors import ArgumentValueError, out_of_bounds
+from cubepy.ir import pipeline
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime.properties import DeviceProperties
 
@@ -38,14 +39,6 @@ SERIAL_UNITS = 1 << 15
 # a gang (gang.py) is this many SIMD registers wide: independent chains hide FMA latency, and a
 # gang's memory accesses cover several cache lines
 GANG_VECTORS = 4
-
-
-def _levels(kernel: Kernel) -> dict:
-    from cubepy.ir.uniformity import analyze_uniformity
-    try:
-        return analyze_uniformity(kernel)
-    except Exception:  # every branch then runs masked, which is always correct
-        return {}
 
 
 class Executable:
@@ -140,7 +133,8 @@ class CpuBackend:
     def generate(self, kernel: Kernel, properties: DeviceProperties | None = None) -> tuple[str, Layout]:
         host = jit.init()
         plane_dim = kernel.plane_dim or properties.plane_dim
-        gen = Codegen(kernel, plane_dim, _levels(kernel), vf=GANG_VECTORS * jit.simd_f32_lanes())
+        levels = pipeline.analysis(kernel, "uniformity")      # stored by the compile pipeline
+        gen = Codegen(kernel, plane_dim, levels, vf=GANG_VECTORS * jit.simd_f32_lanes())
         return gen.generate(host["triple"], host["datalayout"])
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
