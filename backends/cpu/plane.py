@@ -17,13 +17,7 @@ class PlaneMixin:
         code, P, U = op.opcode, self.P, self.U
         t = op.result.type
         x = op.args[0] if op.args else None
-        pvar = fn.alloca("i32", 4)
-        fn.emit(f"store i32 0, ptr {pvar}")
-        head, body, done = fn.label("p_head"), fn.label("p_body"), fn.label("p_done")
-        fn.block(head)
-        base = fn.op(f"load i32, ptr {pvar}")
-        fn.cbr(fn.op(f"icmp slt i32 {base}, {U}"), body, done)
-        fn.block(body)
+        pvar, base, (head, _, done) = fn.loop_begin(("p_head", "p_body", "p_done"), U)
         if U % P:
             end = fn.op(f"add i32 {base}, {P}")
             short = fn.op(f"icmp slt i32 {U}, {end}")
@@ -33,21 +27,13 @@ class PlaneMixin:
 
         def lanes(fn_lane):
             """for l in range(n): u = base + l; fn_lane(l, u, valid)"""
-            lv = fn.alloca("i32", 4)
-            fn.emit(f"store i32 0, ptr {lv}")
-            h, w, e = fn.label("l_head"), fn.label("l_work"), fn.label("l_done")
-            fn.block(h)
-            lane = fn.op(f"load i32, ptr {lv}")
-            fn.cbr(fn.op(f"icmp slt i32 {lane}, {n}"), w, e)
-            fn.block(w)
+            lv, lane, (h, _, e) = fn.loop_begin(("l_head", "l_work", "l_done"), n)
             u = fn.op(f"add i32 {base}, {lane}")
             valid = fn.op(f"icmp eq i32 {self._status(u)}, 0") if self.need_status else "true"
             self.u, self.regs = u, {}
             fn_lane(lane, u, valid)
             self.u = None
-            fn.emit(f"store i32 {fn.op(f'add i32 {lane}, 1')}, ptr {lv}")
-            fn.br(h)
-            fn.block(e)
+            fn.loop_end(lv, lane, h, e)
 
         def write_all(value_fn):
             def each(lane, u, valid):
@@ -114,9 +100,7 @@ class PlaneMixin:
                 self.u, self.regs = u, {}
                 self._store_slot(op.result, u, fn.op(f"select i1 {ok}, {rty} {other}, {rty} {mine}"))
             lanes(shuffle)
-        fn.emit(f"store i32 {fn.op(f'add i32 {base}, {P}')}, ptr {pvar}")
-        fn.br(head)
-        fn.block(done)
+        fn.loop_end(pvar, base, head, done, P)
 
     def _identity(self, code: str, t: Type) -> str:
         return const(t, plane_identity(code, t.dtype))
