@@ -26,94 +26,22 @@ from pathlib import Path
 import numpy as np
 
 import cubepy as cb
-from cubepy import Array, Mut, f32, i32
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: tests.kernels
+from tests.kernels import (  # noqa: E402
+    poly_unchecked,
+    reduce_chunks,
+    reduce_plane,
+    reduce_sum,
+    saxpy,
+    saxpy_unchecked,
+    triad,
+    triad_unchecked,
+)
 
 N = 1 << 25
 POLY_N = 1 << 22
 POLY_ITERS = 64
-
-
-@cb.kernel(checked=False)
-def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        y[i] = a * x[i] + y[i]
-
-
-@cb.kernel
-def saxpy_checked(x: Array[f32], y: Mut[Array[f32]], a: f32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        y[i] = a * x[i] + y[i]
-
-
-@cb.kernel(checked=False)
-def triad(x: Array[f32], y: Array[f32], z: Mut[Array[f32]], a: f32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        z[i] = x[i] + a * y[i]
-
-
-@cb.kernel
-def triad_checked(x: Array[f32], y: Array[f32], z: Mut[Array[f32]], a: f32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        z[i] = x[i] + a * y[i]
-
-
-@cb.kernel
-def reduce_plane(x: Array[f32], out: Mut[Array[f32]], stride: i32):
-    acc = f32(0.0)
-    for j in range(cb.ABSOLUTE_POS, len(x), stride):
-        acc += x[j]
-    s = cb.plane_sum(acc)
-    if cb.UNIT_POS_PLANE == 0:
-        cb.atomic_add(out, 0, s)
-
-
-@cb.kernel(checked=False)
-def poly(x: Array[f32], y: Mut[Array[f32]], iters: i32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        v = x[i]
-        acc = f32(0.0)
-        for _ in range(iters):
-            acc = acc * v + 0.5
-        y[i] = acc
-
-
-@cb.kernel(checked=False)
-def reduce_sum(x: Array[f32], out: Mut[Array[f32]], stride: i32):
-    sm = cb.SharedMemory(f32, 256)
-    t = cb.UNIT_POS_X
-    acc = f32(0.0)
-    for j in range(cb.ABSOLUTE_POS, len(x), stride):
-        acc += x[j]
-    sm[t] = acc
-    cb.sync_cube()
-    if t == 0:
-        s = f32(0.0)
-        for k in range(256):
-            s += sm[k]
-        out[cb.CUBE_POS_X] = s
-
-
-@cb.kernel(checked=False)
-def reduce_chunks(x: Array[f32], out: Mut[Array[f32]], chunk: i32):
-    sm = cb.SharedMemory(f32, 256)
-    t = cb.UNIT_POS_X
-    start = cb.ABSOLUTE_POS * chunk
-    stop = cb.min(start + chunk, len(x))
-    acc = f32(0.0)
-    for j in range(start, stop):
-        acc += x[j]
-    sm[t] = acc
-    cb.sync_cube()
-    if t == 0:
-        s = f32(0.0)
-        for k in range(256):
-            s += sm[k]
-        out[cb.CUBE_POS_X] = s
 
 
 C_SOURCE = r"""
@@ -267,10 +195,10 @@ def main() -> None:
     x = rng.random(N, dtype=np.float32)
     y = rng.random(N, dtype=np.float32)
     gb = 12 * N / 1e9
-    k = saxpy[N // 256, 256]
+    k = saxpy_unchecked[N // 256, 256]
     t = median_time(lambda: k(x, y, 2.0, device=dev), reps)
     row("saxpy 2^25 f32", "cubepy cpu (unchecked)", t, f"{gb / t:.1f} GB/s")
-    kc = saxpy_checked[N // 256, 256]
+    kc = saxpy[N // 256, 256]
     t = median_time(lambda: kc(x, y, 2.0, device=dev), reps)
     row("saxpy 2^25 f32", "cubepy cpu (checked)", t, f"{gb / t:.1f} GB/s")
     if nb:
@@ -285,7 +213,7 @@ def main() -> None:
     t = median_time(lambda: np.add(y, 2.0 * x, out=y), max(3, reps // 4))
     row("saxpy 2^25 f32", "numpy", t, f"{gb / t:.1f} GB/s")
     z = np.zeros(N, np.float32)
-    for kern, label in ((triad, "unchecked"), (triad_checked, "checked")):
+    for kern, label in ((triad_unchecked, "unchecked"), (triad, "checked")):
         kt = kern[N // 256, 256]
         t = median_time(lambda: kt(x, y, z, 2.0, device=dev), reps)
         row("triad 2^25 f32", f"cubepy cpu ({label})", t, f"{gb / t:.1f} GB/s")
@@ -297,7 +225,7 @@ def main() -> None:
     px_ = rng.random(POLY_N, dtype=np.float32)
     py_ = np.zeros(POLY_N, np.float32)
     flops = 2 * POLY_N * POLY_ITERS / 1e9
-    kp = poly[POLY_N // 256, 256]
+    kp = poly_unchecked[POLY_N // 256, 256]
     t = median_time(lambda: kp(px_, py_, POLY_ITERS, device=dev), reps)
     row("poly 2^22 x 64 fma", "cubepy cpu", t, f"{flops / t:.1f} GFLOP/s")
     ref = py_.copy()
@@ -351,7 +279,7 @@ def main() -> None:
     # --- launch overhead -------------------------------------------------------------------
     xs = np.ones(1024, np.float32)
     ys = np.ones(1024, np.float32)
-    k1 = saxpy[4, 256]
+    k1 = saxpy_unchecked[4, 256]
     n_launch = 20000
     k1(xs, ys, 2.0, device=dev)
 
@@ -360,7 +288,7 @@ def main() -> None:
             k1(xs, ys, 2.0, device=dev)
     t = median_time(many, max(3, reps // 4), 1) / n_launch
     row("launch 1024 elems (warm)", "cubepy cpu, full launch", t, "incl. the runtime's argument binding")
-    compiled = saxpy.compile(xs, ys, 2.0, dim=256, device=dev)
+    compiled = saxpy_unchecked.compile(xs, ys, 2.0, dim=256, device=dev)
     bound = compiled.bind((xs, ys, 2.0))
 
     def many_backend():
@@ -375,7 +303,7 @@ def main() -> None:
     for _ in range(max(3, reps // 4)):
         with tempfile.TemporaryDirectory() as d:
             os.environ["CUBEPY_CACHE_DIR"] = d
-            fresh = cb.kernel(checked=False)(saxpy.fn)
+            fresh = cb.kernel(checked=False)(saxpy_unchecked.fn)
             tt = time.perf_counter()
             fresh[4, 256](xs, ys, 2.0, device=dev)
             cold.append(time.perf_counter() - tt)

@@ -15,21 +15,18 @@ import argparse
 import json
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import cubepy as cb
-from cubepy import Array, Mut, f32
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: tests.kernels
+from tests.kernels import scale  # noqa: E402
 
 ROUNDS, CALLS = 15, 200
-
-
-@cb.kernel
-def scale(x: Array[f32], out: Mut[Array[f32]], factor: f32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        out[i] = x[i] * factor
 
 
 def per_call_us(fns, sync=lambda: None):

@@ -21,68 +21,27 @@ import sys
 import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import cubepy as cb
-from cubepy import Array, Comptime, Mut, f32
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: tests.kernels
+from tests.kernels import (  # noqa: E402
+    copy,
+    copy_unchecked,
+    cube_sum,
+    plane_sum,
+    saxpy,
+    saxpy_unchecked,
+    stream_triad,
+    stream_triad_unchecked,
+)
 
 
 def make_kernels(checked: bool):
-    @cb.kernel(checked=checked)
-    def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
-        i = cb.ABSOLUTE_POS
-        if i < len(x):
-            y[i] = a * x[i] + y[i]
-
-    @cb.kernel(checked=checked)
-    def triad(a: Mut[Array[f32]], b: Array[f32], c: Array[f32], s: f32):
-        i = cb.ABSOLUTE_POS
-        if i < len(a):
-            a[i] = b[i] + s * c[i]
-
-    @cb.kernel(checked=checked)
-    def copy(x: Array[f32], y: Mut[Array[f32]]):
-        i = cb.ABSOLUTE_POS
-        if i < len(x):
-            y[i] = x[i]
-
-    return saxpy, triad, copy
-
-
-@cb.kernel(checked=False)
-def cube_sum(x: Array[f32], total: Mut[Array[f32]], dim: Comptime[int]):
-    partial = cb.SharedMemory(f32, dim)
-    i = cb.ABSOLUTE_POS
-    stride = cb.CUBE_COUNT * dim
-    acc = 0.0
-    while i < len(x):
-        v = x[i]
-        acc += v[0] + v[1] + v[2] + v[3]
-        i += stride
-    unit = cb.UNIT_POS
-    partial[unit] = acc
-    cb.sync_cube()
-    step = dim // 2
-    while step > 0:
-        if unit < step:
-            partial[unit] += partial[unit + step]
-        cb.sync_cube()
-        step //= 2
-    if unit == 0:
-        cb.atomic_add(total, 0, partial[0])
-
-
-@cb.kernel(checked=False)
-def plane_sum(x: Array[f32], total: Mut[Array[f32]]):
-    i = cb.ABSOLUTE_POS
-    stride = cb.CUBE_COUNT * cb.CUBE_DIM
-    acc = 0.0
-    while i < len(x):
-        v = x[i]
-        acc += v[0] + v[1] + v[2] + v[3]
-        i += stride
-    s = cb.plane_sum(acc)
-    if cb.UNIT_POS_PLANE == 0:
-        cb.atomic_add(total, 0, s)
+    if checked:
+        return saxpy, stream_triad, copy
+    return saxpy_unchecked, stream_triad_unchecked, copy_unchecked
 
 
 CUDA_SRC = r"""

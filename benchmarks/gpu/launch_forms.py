@@ -12,30 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from cubepy.autotune import autotune
 
 import cubepy as cb
-from cubepy import Array, Comptime, Mut, f32
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: tests.kernels
+from tests.kernels import saxpy, saxpy3  # noqa: E402
 
 ROUNDS, CALLS, N = 21, 200, 4096
-
-
-@cb.kernel
-def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        y[i] = a * x[i] + y[i]
-
-
-@cb.kernel
-def saxpy3(x: Array[f32], y: Mut[Array[f32]], a: f32, unused: Comptime[int]):
-    i = cb.ABSOLUTE_POS_X + cb.CUBE_DIM_X * cb.CUBE_COUNT_X * (cb.ABSOLUTE_POS_Y + cb.CUBE_DIM_Y * cb.CUBE_COUNT_Y
-                                                              * cb.ABSOLUTE_POS_Z)
-    if i < len(x):
-        y[i] = a * x[i] + y[i]
 
 
 RAW = r'''extern "C" __global__ void saxpy1(const float* __restrict__ x, float* __restrict__ y, float a, int n) {

@@ -11,21 +11,17 @@ warm launches.
 import cProfile
 import pstats
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import cupy as cp
 
 import cubepy as cb
-from cubepy import Array, Mut, f32
 from cubepy.runtime.warm_path import generic_warm_path
 
-
-@cb.kernel
-def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        y[i] = a * x[i] + y[i]
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: tests.kernels
+from tests.kernels import saxpy  # noqa: E402
 
 RAW = r'''extern "C" __global__ void saxpy1(const float* __restrict__ x, float* __restrict__ y, float a, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }'''

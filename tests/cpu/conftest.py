@@ -1,15 +1,8 @@
-"""Put this folder on sys.path (for cpu_kernels) and skip everything when llvmlite is missing."""
+"""Skip everything when llvmlite is missing."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
 pytest.importorskip("llvmlite")
 

@@ -1,4 +1,5 @@
-"""The CPU device itself: probe, options, source forms, fast math, the disk cache."""
+"""The CPU device itself: probe, options (threads), source forms, fast math, the disk cache, and its
+out-of-bounds reports: the interpreter's exact message, for the lowest failing unit."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_kernels import saxpy, tree_sum
 
 import cubepy as cb
+from cubepy import Array, Mut, f32, i32
+from tests.kernels import saxpy, tree_sum
 
 
 def test_probe_reports_real_properties():
@@ -143,10 +145,6 @@ def test_in_process_cache_key_is_stable():
 
 
 def test_a_lower_llvm_optimization_level_is_a_device_option_with_the_same_results():
-    import numpy as np
-
-    from tests.kernels import saxpy
-
     x = np.arange(1000, dtype=np.float32)
     fast = cb.device("cpu", opt_level=1)
     assert "LLVM -O1" in fast.properties.name and cb.device("cpu").properties.name != fast.properties.name
@@ -156,3 +154,48 @@ def test_a_lower_llvm_optimization_level_is_a_device_option_with_the_same_result
     np.testing.assert_array_equal(y1, y3)
     with pytest.raises(cb.ArgumentValueError, match="opt_level must be 0, 1, 2 or 3"):
         cb.device("cpu", opt_level=5)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_saxpy_on_any_number_of_threads(rng, threads):
+    n = 1 << 18
+    x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    out = y.copy()
+    saxpy[n // 64 + 1, 64](x, out, 3.0, device=cb.device("cpu", threads=threads))
+    np.testing.assert_allclose(out, 3 * x + y, rtol=1e-6)
+
+
+@cb.kernel
+def oob(x: Array[f32], y: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    y[i] = x[i + 1]
+
+
+def test_out_of_bounds_message_is_the_interpreters():
+    msgs = []
+    for dev in ("cpu", "interp"):
+        with pytest.raises(cb.OutOfBoundsError) as e:
+            oob[1, 16](np.ones(16, np.float32), np.zeros(16, np.float32), device=dev)
+        msgs.append(str(e.value))
+        assert e.value.kernel == "oob" and e.value.loc is not None
+    assert msgs[0] == msgs[1]
+    assert "index (16,) is out of bounds for array 'x' of shape (16,) (unit (15, 0, 0) of cube (0, 0, 0))" in msgs[0]
+
+
+def test_oob_records_are_cleared_between_launches():
+    """A unit loop writes a bounds record only for a failing unit and the report clears them: a
+    clean launch after a failing one must not raise, and a later failure reports its own unit."""
+    @cb.kernel
+    def shifted(x: Array[f32], y: Mut[Array[f32]], k: i32):
+        i = cb.ABSOLUTE_POS
+        y[i] = x[i + k]
+
+    x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    for k, bad_unit in ((10, 54), (0, None), (3, 61), (0, None), (3, 61)):
+        if bad_unit is None:
+            shifted[1, 64](x, y, np.int32(k), device="cpu")
+            np.testing.assert_array_equal(y, x)
+        else:
+            with pytest.raises(cb.OutOfBoundsError) as e:
+                shifted[1, 64](x, y, np.int32(k), device="cpu")
+            assert f"unit ({bad_unit}, 0, 0)" in str(e.value)

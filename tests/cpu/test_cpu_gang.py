@@ -8,17 +8,7 @@ import pytest
 
 import cubepy as cb
 from cubepy import Array, Mut, f32, f64, i8, i32
-
-
-@cb.kernel
-def poly(x: Array[f32], y: Mut[Array[f32]], iters: i32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        v = x[i]
-        acc = f32(0.0)
-        for _ in range(iters):
-            acc = acc * v + 0.5
-        y[i] = acc
+from tests.kernels import poly
 
 
 @cb.kernel

@@ -12,15 +12,9 @@ import jax.numpy as jnp  # noqa: E402
 import cubepy as cb  # noqa: E402
 import cubepy.jax  # noqa: E402
 from cubepy import Array, Comptime, Mut, f32, i32  # noqa: E402
+from tests.kernels import scale  # noqa: E402
 
 METHODS = ("ffi", "callback")
-
-
-@cb.kernel
-def scale(x: Array[f32], out: Mut[Array[f32]], factor: f32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        out[i] = x[i] * factor
 
 
 @cb.kernel

@@ -1,4 +1,5 @@
-"""Render CUDA and HIP source for every test kernel and compile it with the vendor compilers.
+"""Render CUDA and HIP source for the shared test kernels (tests/kernels.py) and a few below, and compile
+it with the vendor compilers.
 
 nvcc (``-arch=sm_90``) and hipcc (``--offload-arch=gfx90a``, HIP_PLATFORM=amd, plane size 64) are
 looked up on PATH; a missing compiler skips its test with the reason.
@@ -11,13 +12,87 @@ import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
-import gpu_kernels as g
+import numpy as np
 from conftest import missing_toolchain
 from cubepy.backends.cstyle import CUDA, HIP, OPENCL, OPENCL_SUBGROUP_OPS, render
 
+import cubepy as cb
+from cubepy import Array, Mut, f32, u64
 from cubepy.ir.builder import Builder
 from cubepy.ir.nodes import Buffer, Kernel, ScalarParam
 from cubepy.ir.types import Type, bf16, f16, i32
+from tests.kernels import arith, atomics, block_sum, copy_any, loops, oob, plane_all_ops, saxpy, transpose
+
+ALL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "float32", "float64")
+
+
+def ir_of(kfn, *args, dim=(64, 1, 1), plane_dim=32, checked=True):
+    """The IR kernel (bounds checks lowered) of one specialization, via the interpreter's device."""
+    dev = cb.device("interp", plane_dim=plane_dim)
+    return kfn.compile(*args, dim=dim, device=dev, checked=checked).ir_module
+
+
+@cb.kernel
+def prints(x: Array[f32], s: Array[u64], y: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = x[i]
+        print("unit", i, f"x={x[i]:.3f} s={s[i]}", x[i] > 0.5)
+
+
+def make_arrays(dtype: str, n: int = 64, seed: int = 0):
+    """Fixed operands of ``dtype`` for a specialization (only their types and shapes matter here)."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(n) < 0.5, rng.random(n) < 0.5
+    if dt.kind == "f":
+        a = rng.uniform(-8, 8, n).astype(dt)
+        b = rng.uniform(-8, 8, n).astype(dt)
+        b[b == 0] = 1
+        return a, b
+    info = np.iinfo(dt)
+    lo, hi = max(info.min, -100), min(info.max, 100)
+    a = rng.integers(lo, hi, n, dtype=dt)
+    b = rng.integers(lo, hi, n, dtype=dt)
+    b[:4] = 0  # division by zero gives 0
+    return a, b
+
+
+def codegen_cases(plane_dim: int = 32):
+    """(label, IR kernel) for every kernel above (dtype variants of ``arith`` and ``copy_any``)."""
+    n = 256
+    x = np.ones(n, np.float32)
+    cases = [
+        ("saxpy", ir_of(saxpy, x, x.copy(), 2.0, dim=256, plane_dim=plane_dim)),
+        ("saxpy_lines4", ir_of(saxpy, cb.lines(x, 4), cb.lines(x.copy(), 4), 2.0, dim=64, plane_dim=plane_dim)),
+        ("saxpy_lines8", ir_of(saxpy, cb.lines(x, 8), cb.lines(x.copy(), 8), 2.0, dim=32, plane_dim=plane_dim)),
+        ("block_sum", ir_of(block_sum, x, np.zeros(1, np.float32), dim=256, plane_dim=plane_dim)),
+        ("plane_ops", ir_of(plane_all_ops, x, np.ones(n, np.int32), np.zeros((n, 11), np.float32),
+                            np.zeros((n, 9), np.int32), np.zeros(n, np.uint64), dim=96, plane_dim=plane_dim)),
+        ("atomics", ir_of(atomics, np.ones(n, np.int32), np.zeros(8, np.int32), np.zeros(3, np.float32),
+                          np.zeros(1, np.uint32), dim=64, plane_dim=plane_dim)),
+        ("loops", ir_of(loops, np.ones(n, np.int32), np.zeros(n, np.int32), dim=64, plane_dim=plane_dim)),
+        ("transpose", ir_of(transpose, np.ones((8, 16), np.float32), np.zeros((16, 8), np.float32), dim=(16, 8),
+                            plane_dim=plane_dim)),
+        ("oob", ir_of(oob, x, x.copy(), dim=64, plane_dim=plane_dim)),
+        ("oob_unchecked", ir_of(oob, x, x.copy(), dim=64, plane_dim=plane_dim, checked=False)),
+        ("prints", ir_of(prints, x, np.zeros(n, np.uint64), x.copy(), dim=64, plane_dim=plane_dim)),
+    ]
+    for dt in ALL_DTYPES:
+        a, b = make_arrays(dt, 16)
+        if dt != "bool":
+            cases.append((f"arith_{dt}", ir_of(arith, a, b, np.zeros((16, 8), dt), 16, dim=16, plane_dim=plane_dim)))
+        cases.append((f"copy_{dt}", ir_of(copy_any, a, np.zeros(16, dt), dim=16, plane_dim=plane_dim)))
+        if dt not in ("bool", "int64", "uint64", "float64"):
+            w = 16 // np.dtype(dt).itemsize
+            a = np.zeros(4 * w, dt)
+            cases.append((f"copy_lines_{dt}", ir_of(copy_any, cb.lines(a, w), cb.lines(a.copy(), w), dim=4,
+                                                    plane_dim=plane_dim)))
+    return cases
+
+
 
 
 def _half_kernel(dtype) -> Kernel:
@@ -41,7 +116,7 @@ def _half_kernel(dtype) -> Kernel:
 
 
 def _cases(plane_dim):
-    return g.codegen_cases(plane_dim) + [(f"half_{d.name}", _half_kernel(d)) for d in (f16, bf16)]
+    return codegen_cases(plane_dim) + [(f"half_{d.name}", _half_kernel(d)) for d in (f16, bf16)]
 
 
 def _compile_all(cases, dialect, cmd, suffix, tmp_path, env=None):
@@ -83,13 +158,13 @@ def test_hip_source_compiles_with_hipcc(tmp_path):
 
 def test_cuda_source_shape():
     """What the generated CUDA looks like: restrict pointers, native vectors, real plane size."""
-    cases = dict(g.codegen_cases(32))
+    cases = dict(codegen_cases(32))
     src = render(cases["saxpy_lines4"], CUDA).source
     assert "const float4* __restrict__ x" in src and "float4* __restrict__ y" in src
     assert "__launch_bounds__(64)" in src
     plane = render(cases["plane_ops"], HIP.with_()).source
     assert "unsigned int cb_pmask" in plane                    # 32-wide planes: 32-bit masks
-    plane64 = render(dict(g.codegen_cases(64))["plane_ops"], HIP).source
+    plane64 = render(dict(codegen_cases(64))["plane_ops"], HIP).source
     assert "unsigned long long cb_pmask" in plane64 and ", 64)" in plane64
     assert "0xffffffff" not in plane64.replace("0xffffffffffffffff", "")
     unchecked = render(cases["oob_unchecked"], CUDA)
@@ -103,15 +178,15 @@ def test_opencl_sub_group_source_compiles_with_clang(tmp_path):
     from test_compile_all_kernels import _opencl_clang
 
     clang = _opencl_clang()
-    cases = [(f"{label}_p{p}", k) for p in (32, 64) for label, k in g.codegen_cases(p) if "plane" in label]
-    cases += [(f"arith_{label}", k) for label, k in g.codegen_cases(64) if label.startswith("arith_")]
+    cases = [(f"{label}_p{p}", k) for p in (32, 64) for label, k in codegen_cases(p) if "plane" in label]
+    cases += [(f"arith_{label}", k) for label, k in codegen_cases(64) if label.startswith("arith_")]
     assert all(render(k, SUB_GROUPS).subgroups for _, k in cases[:2])
     _compile_all(cases, SUB_GROUPS, [clang, "-x", "cl", "-cl-std=CL2.0", "-target", "spir64", "-Xclang",
                                      "-finclude-default-header", "-emit-llvm", "-Werror"], ".cl", tmp_path)
 
 
 def test_opencl_plane_ops_use_the_sub_group_builtins_the_device_has():
-    kernel = dict(g.codegen_cases(64))["plane_ops"]
+    kernel = dict(codegen_cases(64))["plane_ops"]
     emulated = render(kernel, OPENCL)
     assert not emulated.subgroups and "sub_group" not in emulated.source
     native = render(kernel, SUB_GROUPS).source
@@ -137,8 +212,8 @@ def test_equal_kernels_render_equal_source_whatever_was_traced_before():
     x = np.ones(256, np.float32)
 
     def traced():      # a new KernelFunction each time: traced again, not found in its cache
-        return [g.ir_of(cb.kernel(g.block_sum.__wrapped__), x, np.zeros(1, np.float32), dim=256),
-                g.ir_of(cb.kernel(g.prints.__wrapped__), x, np.zeros(256, np.uint64), x.copy())]
+        return [ir_of(cb.kernel(block_sum.__wrapped__), x, np.zeros(1, np.float32), dim=256),
+                ir_of(cb.kernel(prints.__wrapped__), x, np.zeros(256, np.uint64), x.copy())]
     first = traced()
     for _ in range(1000):
         Value(None)

@@ -1,43 +1,44 @@
-"""The OpenCL backend on whatever OpenCL device is here (PoCL's CPU device in CI) vs the interpreter."""
+"""The OpenCL backend itself on whatever OpenCL device is here (PoCL's CPU device in CI): its source,
+pyopencl arrays in place, f16 where the device has none. The launch tests every device runs are in
+tests/conformance."""
 
 from __future__ import annotations
 
-import gpu_kernels as g
 import numpy as np
 import pytest
-from device_tests import *  # noqa: F403
 
 import cubepy as cb
+from tests.kernels import saxpy
 
 pytest.importorskip("pyopencl", reason="pyopencl is not installed (pip install pyopencl pocl-binary-distribution)")
 
 
 @pytest.fixture(scope="module")
-def dev():
+def opencl_device():
     try:
         return cb.device("opencl", plane_dim=32)
     except cb.BackendUnavailableError as e:
         pytest.skip(f"no OpenCL device: {e}")
 
 
-def test_source_is_opencl_c(dev):
-    src = g.saxpy.source(np.ones(8, np.float32), np.ones(8, np.float32), 1.0, device=dev)
+def test_source_is_opencl_c(opencl_device):
+    src = saxpy.source(np.ones(8, np.float32), np.ones(8, np.float32), 1.0, device=opencl_device)
     assert "__kernel" in src and "restrict" in src and "__global const float*" in src
 
 
-def test_pyopencl_arrays_are_used_in_place(dev):
+def test_pyopencl_arrays_are_used_in_place(opencl_device):
     import pyopencl.array as cla
 
-    queue = dev.backend.queue(dev.properties)
+    queue = opencl_device.backend.queue(opencl_device.properties)
     x = cla.to_device(queue, np.arange(256, dtype=np.float32))
     y = cla.to_device(queue, np.ones(256, np.float32))
     data = y.base_data
-    g.saxpy.launch(1, 256, x, y, 2.0, device=dev)
-    dev.synchronize()
+    saxpy.launch(1, 256, x, y, 2.0, device=opencl_device)
+    opencl_device.synchronize()
     assert y.base_data is data
     np.testing.assert_allclose(y.get(), 2 * np.arange(256) + 1)
     with pytest.raises(ValueError, match="Mut argument 'y' overlaps argument 'x'"):
-        g.saxpy.launch(1, 256, x, x, 2.0, device=dev)
+        saxpy.launch(1, 256, x, x, 2.0, device=opencl_device)
 
 
 @cb.kernel
@@ -47,14 +48,14 @@ def halves(x: cb.Array[cb.f16], y: cb.Mut[cb.Array[cb.f16]]):
         y[i] = x[i] * 2.0 + y[i]
 
 
-def test_f16_on_a_device_without_fp16_is_one_line_naming_the_device(dev):
-    if dev.properties.supports("fp16"):
+def test_f16_on_a_device_without_fp16_is_one_line_naming_the_device(opencl_device):
+    if opencl_device.properties.supports("fp16"):
         pytest.skip("this OpenCL device has fp16")
     x = np.ones(8, np.float16)
     with pytest.raises(cb.CubeTypeError) as info:
-        halves.launch(1, 8, x, x.copy(), device=dev)
+        halves.launch(1, 8, x, x.copy(), device=opencl_device)
     text = str(info.value)
-    assert f"the OpenCL device '{dev.properties.name}' has no fp16 (cl_khr_fp16)" in text
+    assert f"the OpenCL device '{opencl_device.properties.name}' has no fp16 (cl_khr_fp16)" in text
     assert "in kernel 'halves'" in text and "error:" not in text and len(text.splitlines()) <= 4
 
 

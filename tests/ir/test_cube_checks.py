@@ -13,6 +13,7 @@ import cubepy as cb
 from cubepy import Array, Mut, f32, i32
 from cubepy.ir.nodes import walk
 from tests.conftest import poisoned
+from tests.kernels import triad
 
 PER_CUBE = {"interp-per-cube": lambda: cb.device("interp", checks_per_cube=True),
             "interp-guards": lambda: cb.device("interp", checks_per_cube=True, guards_per_cube=True),
@@ -21,13 +22,6 @@ PER_CUBE = {"interp-per-cube": lambda: cb.device("interp", checks_per_cube=True)
 
 def _switch(compiled) -> list:
     return [op for op in walk(compiled.ir_module.body) if op.opcode == "if" and op.attrs.get("cube_checks")]
-
-
-@cb.kernel
-def triad(x: Array[f32], y: Array[f32], z: Mut[Array[f32]], a: f32):
-    i = cb.ABSOLUTE_POS
-    if i < len(x):
-        z[i] = x[i] + a * y[i]
 
 
 @cb.kernel
