@@ -18,7 +18,7 @@ from .properties import DeviceProperties
 
 # Preference order for the default device: GPUs first, the CPU (always there) next, and the
 # interpreter (the reference semantics, slow) only when nothing else loads.
-BACKEND_ORDER = ("cuda", "hip", "opencl", "cpu", "interp")
+BACKEND_ORDER = ("cuda", "hip", "opencl", "wgpu", "cpu", "interp")
 
 
 @dataclass(eq=False)
