@@ -14,12 +14,13 @@ from cubepy.ir.types import DTYPES_BY_NAME, DType
 
 from ..cstyle.arith import COMPARE_SYM, Arithmetic
 from .dialect import F32_ONLY, NARROW
+from .f64math import F64Math
 
 _F32 = DTYPES_BY_NAME["f32"]
 _SYM = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^"}
 
 
-class WgslArithmetic(Arithmetic):
+class WgslArithmetic(F64Math, Arithmetic):
     """Scalar semantics of the operators in WGSL, element by element over Lines."""
 
     def _up(self, x: str, dtype: DType) -> str:
@@ -63,9 +64,11 @@ class WgslArithmetic(Arithmetic):
         return self._math(code, dtype, a)
 
     def _math(self, code: str, dtype: DType, *args: str) -> str:
-        """A math function of floats; f16 (and f64 where GLSL.std.450 has only f32) through f32."""
+        """A math function of floats: f16 through f32; f64 where GLSL.std.450 has only f32 by `f64math`."""
+        if dtype.name == "f64" and code in F32_ONLY:
+            return self.f64_math(code, *args)
         fn = self._erf_helper() if code == "erf" else self.d.math[code]
-        if dtype.name == "f16" or (dtype.name == "f64" and code in F32_ONLY):
+        if dtype.name == "f16":
             inner = ", ".join(f"f32({a})" for a in args)
             return f"{self._c(dtype)}({fn}({inner}))"
         return f"{fn}({', '.join(args)})"

@@ -27,7 +27,7 @@ FLOAT_BITS = {"f32": ("u32", 0x7F800000, 0x7FC00000), "f64": ("u64", 0x7FF000000
 
 MATH = {"sqrt": "sqrt", "rsqrt": "inverseSqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
         "tanh": "tanh", "floor": "floor", "ceil": "ceil", "abs": "abs", "pow": "pow", "fma": "fma"}
-# GLSL.std.450, which naga's SPIR-V uses, has these only for 16- and 32-bit floats: f64 goes through f32
+# GLSL.std.450, which naga's SPIR-V uses, has these only for 16- and 32-bit floats (f64: `f64math`)
 F32_ONLY = frozenset({"exp", "log", "sin", "cos", "tanh", "pow", "erf"})
 
 ATOMIC_FUNCTIONS = {"add": "atomicAdd", "sub": "atomicSub", "min": "atomicMin", "max": "atomicMax",

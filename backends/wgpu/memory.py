@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cubepy.errors import CubeTypeError
 from cubepy.ir.nodes import Buffer, Op
-from cubepy.ir.types import DTYPES_BY_NAME, DType, Type
+from cubepy.ir.types import DTYPES_BY_NAME, DType
 
 from ..cstyle.rendered import EXTENT_WORDS, INDEX_WORDS, MAX_DIMS, OOBSite
 from .dialect import ATOMIC_FUNCTIONS, NARROW
@@ -186,9 +186,6 @@ class WgslMemory:
         if kind == "exchange":
             return vals[0]
         return self._binary(kind, dtype, cur, vals[0])
-
-    def _storage(self, t: Type) -> Type:
-        return Type(DTYPES_BY_NAME["u32"], t.width) if t.dtype.is_bool else t
 
 
 __all__ = ["WgslMemory"]
