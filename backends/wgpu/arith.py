@@ -44,6 +44,11 @@ class WgslArithmetic(F64Math, Arithmetic):
             return f"((bitcast<u64>({x}) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu)"
         return f"((bitcast<u32>({x}) & 0x7fffffffu) > 0x7f800000u)"
 
+    def _isfinite(self, x: str, dtype: DType) -> str:
+        if dtype.name == "f64":
+            return f"((bitcast<u64>({x}) & 0x7ffffffffffffffflu) < 0x7ff0000000000000lu)"
+        return f"((bitcast<u32>({x}) & 0x7fffffffu) < 0x7f800000u)"
+
     # --- operators ------------------------------------------------------------------------
 
     def _unary(self, code: str, dtype: DType, a: str) -> str:
@@ -266,7 +271,32 @@ class WgslArithmetic(F64Math, Arithmetic):
 
     def _op_fma(self, op: Op) -> None:
         dt = op.result.type.dtype
-        self._define(op, lambda i: self._math("fma", dt, *(self._arg(a, i) for a in op.args)))
+        fma = self._fma_helper(_F32 if dt.name == "f16" else dt)
+        self._define(op, lambda i: self._down(f"{fma}({', '.join(self._up(self._arg(a, i), dt) for a in op.args)})",
+                                              dt))
+
+    def _fma_helper(self, dtype: DType) -> str:
+        """a * b + c rounded once. WGSL's fma may round twice (Vulkan lets GLSL.std.450 Fma be a
+        multiply and an add; lavapipe does so), so: Dekker's exact product, an exact sum, and the
+        low parts added rounded to odd (Boldo and Melquiond, "Emulation of FMA and correctly rounded
+        sums", 2008). Zeros, infinities and NaNs take the plain expression, which is exact there."""
+        t = self._c(dtype)
+        word = DTYPES_BY_NAME[f"u{dtype.bits}"]
+        zero, one = self._lit(0.0, dtype), self._lit(1, word)
+        split = self._lit(float(2 ** (27 if dtype.bits == 64 else 12) + 1), dtype)
+        body = (f"let p = a * b;\n"
+                f"  if (p == {zero} || c == {zero} || !{self._isfinite('p', dtype)} || !{self._isfinite('c', dtype)}) "
+                f"{{ return p + c; }}\n"
+                f"  let ga = a * {split};\n  let ah = ga - (ga - a);\n  let al = a - ah;\n"
+                f"  let gb = b * {split};\n  let bh = gb - (gb - b);\n  let bl = b - bh;\n"
+                f"  let pl = ((ah * bh - p) + ah * bl + al * bh) + al * bl;\n"
+                f"  let sh = p + c;\n  let bv = sh - p;\n  let sl = (p - (sh - bv)) + (c - bv);\n"
+                f"  let v = pl + sl;\n  let w = v - pl;\n  let e = (pl - (v - w)) + (sl - w);\n"
+                f"  var odd = bitcast<{self._c(word)}>(v);\n"
+                f"  if (e != {zero} && (odd & {one}) == {self._lit(0, word)}) {{\n"
+                f"    odd = select(odd - {one}, odd + {one}, (e > {zero}) == (v > {zero}));\n  }}\n"
+                f"  return sh + bitcast<{t}>(odd);")
+        return self._fn_helper(f"cb_fma_{dtype.name}", f"a: {t}, b: {t}, c: {t}", t, body)
 
 
 __all__ = ["WgslArithmetic"]

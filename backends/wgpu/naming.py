@@ -60,6 +60,11 @@ class WgslNaming(Naming):
             bits = nan if math.isnan(value) else inf | (sign if value < 0 else 0)
             s = f"bitcast<{base}>({bits:#x}{INT_SUFFIX[word]})"
             return s if base == dtype.name or dtype.name != "f16" else f"f16({s})"
+        if value == 0.0:
+            # Mesa's NIR folds inexact float ops on constants (x * 0.0 -> 0.0, 0.0 - x -> -x) and
+            # loses the sign of zero; a zero it cannot see through keeps IEEE's rules
+            self.needs.add(f"zero_{dtype.name}")
+            return f"(-cb_zero_{dtype.name})" if math.copysign(1.0, value) < 0 else f"cb_zero_{dtype.name}"
         s = repr(value)
         if "e" not in s and "." not in s:
             s += ".0"

@@ -64,6 +64,10 @@ class WgslRendered:
     shared_bytes: int = 0
     uses_subgroups: bool = False
 
+# +0.0 from a value the compiler cannot know (there are never 2**31 cubes on an axis)
+_OPAQUE_ZERO = {"f32": "bitcast<f32>(cb_n.x >> 31u)", "f16": "f16(bitcast<f32>(cb_n.x >> 31u))",
+                "f64": "bitcast<f64>(u64(cb_n.x >> 31u))"}
+
 
 def render(kernel: Kernel, name: str | None = None) -> WgslRendered:
     """Render ``kernel`` (bounds checks already lowered) as a WGSL compute shader."""
@@ -223,13 +227,16 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
         parts = ["\n".join(head)]
         if members:
             parts.append("struct CbArgs {\n" + "\n".join(members) + "\n}")
-        parts.append("\n".join(decls + ["var<private> cb_unit: vec3<u32>;", "var<private> cb_cube: vec3<u32>;",
-                                        "var<private> cb_count: vec3<u32>;"]))
+        zeros = [n[5:] for n in sorted(self.needs) if n.startswith("zero_")]
+        decls += [f"var<private> cb_{n}: vec3<u32>;" for n in ("unit", "cube", "count")]
+        decls += [f"var<private> cb_zero_{t}: {t};" for t in zeros]
+        parts.append("\n".join(decls))
         parts.extend(self.helpers.values())
         entry = (f"@compute @workgroup_size({dims})\nfn {self.entry}(@builtin(local_invocation_id) cb_l: vec3<u32>, "
                  "@builtin(workgroup_id) cb_w: vec3<u32>,\n    @builtin(num_workgroups) cb_n: vec3<u32>, "
                  "@builtin(local_invocation_index) cb_li: u32) {\n"
-                 "  cb_unit = cb_l;\n  cb_cube = cb_w;\n  cb_count = cb_n;\n" + "\n".join(self.body) + "\n}")
+                 "  cb_unit = cb_l;\n  cb_cube = cb_w;\n  cb_count = cb_n;\n"
+                 + "".join(f"  cb_zero_{t} = {_OPAQUE_ZERO[t]};\n" for t in zeros) + "\n".join(self.body) + "\n}")
         parts.append(entry)
         source = "\n\n".join(parts) + "\n"
         return WgslRendered(self.entry, source, buffers, fields, args_size, args_binding, error_binding, self.sites,
