@@ -33,7 +33,7 @@ from .dialect import STORAGE_NUMPY
 from .events import TimestampEvent
 from .wgsl import WgslRendered, render
 
-_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "subgroup", "timestamp-query")
+_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "shader-int64-atomic-all-ops", "subgroup", "timestamp-query")
 _LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-size", "max-buffer-size",
            "max-compute-workgroup-storage-size", "max-compute-invocations-per-workgroup",
            "max-compute-workgroup-size-x", "max-compute-workgroup-size-y", "max-compute-workgroup-size-z",
@@ -55,6 +55,14 @@ class _DeviceState:
     adapter: Any
     device: Any
     features: frozenset
+    fence: Any = None          # a small buffer whose read-back waits for the queue
+
+    def wait(self) -> None:
+        """Wait for all work submitted so far (the queue runs in order; a read-back waits for
+        the last submission)."""
+        if self.fence is None:
+            self.fence = self.device.create_buffer(size=16, usage=self.wgpu.BufferUsage.COPY_SRC)
+        self.device.queue.read_buffer(self.fence)
 
 
 @dataclass(eq=False)
@@ -162,6 +170,8 @@ class WgpuBackend:
                   if feature in features}
         if plane_dim > 1:
             flags.add("subgroups")
+        if "shader-int64-atomic-all-ops" in features:
+            flags.add("atomics64")
         if info.get("adapter_type", "") not in ("CPU", "cpu"):
             flags.add("gpu")
         lim = adapter.limits
@@ -188,7 +198,7 @@ class WgpuBackend:
     def render(self, kernel: Kernel, properties: DeviceProperties | None = None) -> WgslRendered:
         if properties is not None:
             check_types(kernel, properties)
-        return render(kernel)
+        return render(kernel, atomics64=properties is None or properties.supports("atomics64"))
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
         state = self._state(properties)
@@ -313,7 +323,7 @@ class WgpuBackend:
 
     def synchronize(self, properties: DeviceProperties | None = None) -> None:
         for state in self._states.values():
-            state.device.queue.on_submitted_work_done_sync()
+            state.wait()
         self._check_errors()
 
     def _check_errors(self) -> None:

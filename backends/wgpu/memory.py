@@ -60,11 +60,11 @@ class WgslMemory:
         return f"{self.names[buf.id]}[{self._index(buf, indices)}]"
 
     def _from_word(self, word: str, dtype: DType) -> str:
-        """A value of ``dtype`` from what an atomic array holds."""
-        return f"bitcast<f32>({word})" if dtype.is_float else word
+        """A value of ``dtype`` from what an atomic array holds (floats: their bits)."""
+        return f"bitcast<{self._c(dtype)}>({word})" if dtype.is_float else word
 
     def _to_word(self, value: str, dtype: DType) -> str:
-        return f"bitcast<u32>({value})" if dtype.is_float else value
+        return f"bitcast<u{dtype.bits}>({value})" if dtype.is_float else value
 
     def _op_load(self, op: Op) -> None:
         buf = op.args[0]
@@ -142,10 +142,12 @@ class WgslMemory:
         dt = buf.type.dtype
         if buf.type.width != 1:
             raise CubeTypeError(f"atomics work on scalar elements, not Lines (array '{buf.name}')", self.k.name)
-        if dt.is_bool or dt.bits == 64 or dt.name == "f16":
-            raise CubeTypeError(f"the WebGPU backend has atomics on 32-bit elements (and narrower integers) only, "
+        if dt.is_bool or dt.name == "f16" or (dt.bits == 64 and not self.atomics64):
+            more = ", and 64-bit ones where the adapter has shader-int64-atomic-all-ops" if not self.atomics64 else ""
+            raise CubeTypeError(f"the WebGPU backend has atomics on 32-bit elements and narrower integers{more}, "
                                 f"not on {dt} (array '{buf.name}'); use an i32, u32 or f32 array", self.k.name)
-        return "atomic<u32>" if dt.is_float or not dt.is_signed else "atomic<i32>"
+        bits = max(32, dt.bits)
+        return f"atomic<u{bits}>" if dt.is_float or not dt.is_signed else f"atomic<i{bits}>"
 
     def _op_atomic(self, op: Op) -> None:
         buf, kind = op.args[0], op.attrs["op"]

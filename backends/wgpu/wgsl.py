@@ -69,16 +69,18 @@ _OPAQUE_ZERO = {"f32": "bitcast<f32>(cb_n.x >> 31u)", "f16": "f16(bitcast<f32>(c
                 "f64": "bitcast<f64>(u64(cb_n.x >> 31u))"}
 
 
-def render(kernel: Kernel, name: str | None = None) -> WgslRendered:
-    """Render ``kernel`` (bounds checks already lowered) as a WGSL compute shader."""
-    return WgslRenderer(kernel, name).run()
+def render(kernel: Kernel, name: str | None = None, atomics64: bool = True) -> WgslRendered:
+    """Render ``kernel`` (bounds checks already lowered) as a WGSL compute shader; ``atomics64``:
+    the device has atomics on 64-bit integers (WebGPU's shader-int64-atomic-all-ops)."""
+    return WgslRenderer(kernel, name, atomics64).run()
 
 
 class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlow):
     """The rendering state and module assembly; the mixins render the ops."""
 
-    def __init__(self, kernel: Kernel, name: str | None = None):
+    def __init__(self, kernel: Kernel, name: str | None = None, atomics64: bool = True):
         self.k, self.d = kernel, WGSL
+        self.atomics64 = atomics64
         self.P = kernel.plane_dim
         self.units = math.prod(kernel.cube_dim)
         self.used: set[str] = set(C_WORDS) | RESERVED
