@@ -1,9 +1,9 @@
 """WebGPU backend (wgpu-py, imported lazily): WGSL compute shaders from the IR (`wgsl.py`).
 
-Plane ops run on the adapter's subgroups where it has them and they are planes: the subgroup
-size (probed with a kernel) is the plane size, and subgroups are runs of consecutive units.
-Without subgroups the plane size is 1. Other plane sizes (``plane_dim=``) would need plane ops
-emulated through workgroup memory, which this backend does not do yet: they are refused.
+The plane size is the adapter's subgroup size (probed with a kernel), or 1 without subgroups.
+Plane ops run on the subgroup builtins where subgroups are planes for the kernel's cube shape
+(runs of consecutive units, probed per shape), else through workgroup memory between barriers
+(`subgroups`). Other plane sizes (``plane_dim=``) are refused.
 
 Arguments: NumPy arrays are copied to storage buffers for each launch (``Mut`` ones back, into the
 same array, when the launch is done). WGSL has no 8- or 16-bit integers and no host-shareable
@@ -31,6 +31,7 @@ from ..cstyle import empty_record, oob_error
 from .checks import check_types
 from .dialect import STORAGE_NUMPY
 from .events import TimestampEvent
+from .subgroups import barriers_hoisted, subgroup_size, subgroups_are_planes, uses_planes
 from .wgsl import WgslRendered, render
 
 _FEATURES = ("shader-f16", "shader-f64", "shader-int64", "shader-int64-atomic-all-ops", "subgroup", "timestamp-query")
@@ -156,7 +157,7 @@ class WgpuBackend:
         limits = {k: adapter.limits[k] for k in _LIMITS if k in adapter.limits}
         device = adapter.request_device_sync(required_features=sorted(features), required_limits=limits)
         state = _DeviceState(wgpu, adapter, device, features)
-        native = _subgroup_size(state) if "subgroup" in features else None
+        native = subgroup_size(state) if "subgroup" in features else None
         if plane_dim is None:
             plane_dim = native or 1
         elif isinstance(plane_dim, bool) or plane_dim not in (1, native):
@@ -196,9 +197,16 @@ class WgpuBackend:
     # --- compile ------------------------------------------------------------------------
 
     def render(self, kernel: Kernel, properties: DeviceProperties | None = None) -> WgslRendered:
+        atomics64 = True
+        emulate = False
         if properties is not None:
             check_types(kernel, properties)
-        return render(kernel, atomics64=properties is None or properties.supports("atomics64"))
+            atomics64 = properties.supports("atomics64")
+            emulate = kernel.plane_dim > 1 and uses_planes(kernel) and not subgroups_are_planes(
+                self._state(properties), kernel.cube_dim, kernel.plane_dim)
+        if emulate:
+            kernel = barriers_hoisted(kernel)
+        return render(kernel, atomics64=atomics64, emulate=emulate)
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
         state = self._state(properties)
@@ -337,36 +345,6 @@ class WgpuBackend:
                 first = first or oob_error(record, exe.rendered.sites, exe.rendered.name)
         if first is not None:
             raise first
-
-
-def _subgroup_size(state: _DeviceState) -> int | None:
-    """The subgroup size of a 256-unit workgroup, if every subgroup is a run of that many
-    consecutive units (a power of two up to 64); else None."""
-    wgpu, device = state.wgpu, state.device
-    src = ("@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n@compute @workgroup_size(256)\n"
-           "fn probe(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32,\n"
-           "         @builtin(subgroup_invocation_id) l: u32) { x[i] = n * 1000u + l; }")
-    try:
-        pipeline = device.create_compute_pipeline(layout="auto", compute={
-            "module": device.create_shader_module(code=src), "entry_point": "probe"})
-        buffer = device.create_buffer(size=256 * 4, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
-        group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0),
-                                         entries=[{"binding": 0, "resource": {"buffer": buffer}}])
-        encoder = device.create_command_encoder()
-        compute = encoder.begin_compute_pass()
-        compute.set_pipeline(pipeline)
-        compute.set_bind_group(0, group)
-        compute.dispatch_workgroups(1)
-        compute.end()
-        device.queue.submit([encoder.finish()])
-        got = np.frombuffer(device.queue.read_buffer(buffer), np.uint32)
-    except Exception:       # an adapter that lists subgroups but cannot build or run them
-        return None
-    size = int(got[0]) // 1000
-    if not (1 <= size <= 64 and size & (size - 1) == 0):
-        return None
-    lanes = np.arange(256, dtype=np.uint32)
-    return size if np.array_equal(got, size * 1000 + lanes % size) else None
 
 
 def _shape_of(arr, buf: Buffer) -> tuple[int, ...]:

@@ -29,6 +29,10 @@ class WgslPlane:
             return
         x = op.args[0]
         extra = f"{self._arg(op.args[1])}, " if len(op.args) > 1 else ""
+        if self.emulate:
+            helper = self._emulated_helper(code, x.type.dtype)
+            self._define(op, lambda i: f"{helper}({self._arg(x, i)}, {extra}cb_lin)")
+            return
         helper = self._plane_helper(code, x.type.dtype)
         self._define(op, lambda i: f"{helper}({self._arg(x, i)}, {extra}cb_lane, cb_pmask)")
 
@@ -105,6 +109,65 @@ class WgslPlane:
                 body += (f"  let y = {self._shfl('x', 'select(0i, lane - 1i, lane > 0i)', dtype)};\n"
                          f"  return select({zero}, y, lane > 0i);")
         return self._fn_helper(name, params, result, body)
+
+
+    # --- emulated through workgroup memory ------------------------------------------------
+
+    def _to_scratch(self, x: str, dtype: DType) -> str:
+        """``x`` as the two words of a scratch slot."""
+        if dtype.is_bool:
+            return f"vec2<u32>(select(0u, 1u, {x}), 0u)"
+        if dtype.bits == 64:
+            bits = f"bitcast<u64>({x})" if dtype.is_float else f"u64({x})"
+            return f"vec2<u32>(u32({bits} & 0xfffffffflu), u32({bits} >> 32u))"
+        if dtype.is_float:
+            return f"vec2<u32>(bitcast<u32>(f32({x})), 0u)"
+        return f"vec2<u32>(bitcast<u32>({x}), 0u)"
+
+    def _from_scratch(self, w: str, dtype: DType) -> str:
+        if dtype.is_bool:
+            return f"({w}.x != 0u)"
+        if dtype.bits == 64:
+            bits = f"((u64({w}.y) << 32u) | u64({w}.x))"
+            return f"bitcast<f64>({bits})" if dtype.is_float else f"{self._c(dtype)}({bits})"
+        if dtype.is_float:
+            return self._down(f"bitcast<f32>({w}.x)", dtype)
+        return f"bitcast<{self._c(dtype)}>({w}.x)"
+
+    def _emulated_helper(self, code: str, dtype: DType) -> str:
+        """A plane op through ``cb_scratch`` between two workgroup barriers: every unit of the
+        cube must call it (the backend hoists barriers out of conditionals first)."""
+        name = f"cb_{code}_{dtype.name}_local"
+        if name in self.helpers:
+            return name
+        self.needs.add("scratch")
+        P, t = self.P, self._c(dtype)
+        result = "u64" if code == "plane_ballot" else "bool" if code in ("plane_all", "plane_any") else t
+        lane_arg = "a: i32, " if code in _SOURCE_LANE else ""
+
+        def at(i: str) -> str:
+            return self._from_scratch(f"cb_scratch[{i}]", dtype)
+        head = (f"let lane = lin & {P - 1}i;\n  let base = lin - lane;\n  let n = min({self.units}i - base, {P}i);\n"
+                f"  workgroupBarrier();\n  cb_scratch[lin] = {self._to_scratch('x', dtype)};\n  workgroupBarrier();\n  ")
+        if code in PLANE_REDUCE:
+            body = (f"var acc = {at('base')};\n  for (var l = 1i; l < n; l = l + 1i) {{ "
+                    f"acc = {self._binary(_COMBINE[code], dtype, 'acc', at('base + l'))}; }}\n  return acc;")
+        elif code in ("plane_all", "plane_any", "plane_ballot"):
+            one, zero = self._lit(1, self.mask_dtype), self._lit(0, self.mask_dtype)
+            every = f"select(({one} << u32(n)) - {one}, {self.full_mask}, n >= {P}i)"
+            body = (f"var bits = {zero};\n  for (var l = 0i; l < n; l = l + 1i) {{ "
+                    f"if (cb_scratch[base + l].x != 0u) {{ bits = bits | ({one} << u32(l)); }} }}\n  return "
+                    + {"plane_all": f"bits == {every};", "plane_any": f"bits != {zero};",
+                       "plane_ballot": "u64(bits);"}[code])
+        elif code in _SOURCE_LANE:
+            src = _SOURCE_LANE[code].format(last=f"{P - 1}i")
+            body = (f"let s = {src};\n  let ok = s >= 0i && s < n;\n"
+                    f"  return select(x, {at('base + clamp(s, 0i, n - 1i)')}, ok);")
+        else:
+            stop = "lane" if code == "plane_inclusive_sum" else "lane - 1i"
+            body = (f"var acc = {self._lit(0, dtype)};\n  for (var l = 0i; l <= {stop}; l = l + 1i) {{ "
+                    f"acc = {self._binary('add', dtype, 'acc', at('base + l'))}; }}\n  return acc;")
+        return self._fn_helper(name, f"x: {t}, {lane_arg}lin: i32", result, head + body)
 
 
 __all__ = ["WgslPlane"]

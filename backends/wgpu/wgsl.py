@@ -69,18 +69,19 @@ _OPAQUE_ZERO = {"f32": "bitcast<f32>(cb_n.x >> 31u)", "f16": "f16(bitcast<f32>(c
                 "f64": "bitcast<f64>(u64(cb_n.x >> 31u))"}
 
 
-def render(kernel: Kernel, name: str | None = None, atomics64: bool = True) -> WgslRendered:
+def render(kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False) -> WgslRendered:
     """Render ``kernel`` (bounds checks already lowered) as a WGSL compute shader; ``atomics64``:
-    the device has atomics on 64-bit integers (WebGPU's shader-int64-atomic-all-ops)."""
-    return WgslRenderer(kernel, name, atomics64).run()
+    the device has atomics on 64-bit integers (WebGPU's shader-int64-atomic-all-ops); ``emulate``:
+    plane ops go through workgroup memory (barriers hoisted out of conditionals already)."""
+    return WgslRenderer(kernel, name, atomics64, emulate).run()
 
 
 class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlow):
     """The rendering state and module assembly; the mixins render the ops."""
 
-    def __init__(self, kernel: Kernel, name: str | None = None, atomics64: bool = True):
+    def __init__(self, kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False):
         self.k, self.d = kernel, WGSL
-        self.atomics64 = atomics64
+        self.atomics64, self.emulate = atomics64, emulate and kernel.plane_dim > 1
         self.P = kernel.plane_dim
         self.units = math.prod(kernel.cube_dim)
         self.used: set[str] = set(C_WORDS) | RESERVED
@@ -221,6 +222,9 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
                 self._line(f"let cb_pmask: {self.mask_t} = select(({one} << u32(cb_plane_n)) - {one}, "
                            f"{self.full_mask}, cb_plane_n >= {self.P}i);")
         self._block(k.body)
+        if "scratch" in self.needs:
+            decls.append(f"var<workgroup> cb_scratch: array<vec2<u32>, {self.units}>;")
+            shared_bytes += 8 * self.units
 
         dims = ", ".join(str(x) for x in k.cube_dim)
         head = [f"// cubepy kernel '{k.name}': cube_dim={k.cube_dim} plane_dim={self.P} dialect=wgsl"]
@@ -242,7 +246,7 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
         parts.append(entry)
         source = "\n\n".join(parts) + "\n"
         return WgslRendered(self.entry, source, buffers, fields, args_size, args_binding, error_binding, self.sites,
-                            self.units, self.P, shared_bytes, plane_ops and self.P > 1)
+                            self.units, self.P, shared_bytes, plane_ops and self.P > 1 and not self.emulate)
 
 
 __all__ = ["ArgField", "BufferBinding", "WgslRendered", "render"]
