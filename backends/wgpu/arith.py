@@ -187,12 +187,12 @@ class WgslArithmetic(F64Math, Arithmetic):
             return f"bitcast<{t}>(bitcast<{ut}>({y}) & {sign})"
         head = f"let x = {self._up('a', dtype)};\n  let y = {self._up('b', dtype)};\n  "
         if code == "pow":
-            p = self._math("pow", ft, "abs(x)", "y")
+            p, nan = self._math("pow", ft, "abs(x)", "y"), self._lit(float("nan"), ft)
             body = (head + f"if (y == {zero} || x == {one}) {{ return {self._down(one, dtype)}; }}\n"
                     f"  let odd = floor(y) == y && floor(y * {half}) != y * {half};\n"
                     f"  if (x == {zero}) {{\n    let r = select({zero}, {self._lit(float('inf'), ft)}, y < {zero});\n"
                     f"    return {self._down(f'select(r, -r, odd && bitcast<{ut}>(x) != 0)', dtype)};\n  }}\n"
-                    f"  if (x < {zero} && floor(y) != y) {{ return {self._down(self._lit(float('nan'), ft), dtype)}; }}\n"
+                    f"  if (x < {zero} && floor(y) != y) {{ return {self._down(nan, dtype)}; }}\n"
                     f"  let r = {p};\n"
                     f"  return {self._down(f'select(r, -r, x < {zero} && odd)', dtype)};")
         elif code == "mod":

@@ -17,7 +17,8 @@ def check_types(kernel: Kernel, properties: DeviceProperties) -> None:
     for what, dtype, loc in _types_used(kernel):
         if dtype.name == "bf16":
             raise CubeTypeError(f"{what} is bf16, which WGSL has no type for, so the WebGPU device "
-                                f"'{properties.name}' cannot run it; use f16 or f32, or another device", kernel.name, loc)
+                                f"'{properties.name}' cannot run it; use f16 or f32, or another device",
+                                kernel.name, loc)
         need = _NEEDS.get(dtype.name)
         if need is not None and not properties.supports(need[0]):
             raise CubeTypeError(f"{what} is {dtype.name}, but the WebGPU adapter '{properties.name}' lacks the "

@@ -70,7 +70,8 @@ class F64Math:
                 f"  if (m > 1.4142135623730951lf) {{ m = m * 0.5lf; e = e + 1i; }}\n"
                 f"  let f = m - 1.0lf;\n  let s = f / (2.0lf + f);\n  let z = s * s;\n"
                 f"  let k = f64(e);\n"
-                f"  return k * 6.93147180369123816490e-01lf + (2.0lf * s * {series} + k * 1.90821492927058770002e-10lf);\n}}")
+                f"  return k * 6.93147180369123816490e-01lf"
+                f" + (2.0lf * s * {series} + k * 1.90821492927058770002e-10lf);\n}}")
 
     def _f64_sincos(self) -> str:
         """cb_sincos_f64(x, which): sin (which 0) or cos (which 1) of x, by the quadrant of x."""

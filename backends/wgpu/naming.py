@@ -71,8 +71,5 @@ class WgslNaming(Naming):
         s += FLOAT_SUFFIX[dtype.name]
         return f"({s})" if s.startswith("-") else s
 
-    def _fn(self, name: str, dtype: DType) -> str:
-        return self.d.math[name]
-
 
 __all__ = ["WgslNaming"]

@@ -92,7 +92,8 @@ class WgslPlane:
                     f"  return acc;")
         elif code in ("plane_all", "plane_any", "plane_ballot"):
             bits = f"({self._ballot('x_in')} & m)"
-            body = {"plane_all": f"return {bits} == m;", "plane_any": f"return {bits} != {self._lit(0, self.mask_dtype)};",
+            none = self._lit(0, self.mask_dtype)
+            body = {"plane_all": f"return {bits} == m;", "plane_any": f"return {bits} != {none};",
                     "plane_ballot": f"return u64{bits};"}[code]
         elif code in _SOURCE_LANE:
             src = _SOURCE_LANE[code].format(last=f"{P - 1}i")
@@ -101,7 +102,8 @@ class WgslPlane:
         else:
             body = (f"var x = x_in;\n  for (var d: i32 = 1i; d < {P}i; d = d << 1u) {{\n"
                     f"    let y = {self._shfl('x', 'select(lane, lane - d, lane >= d)', dtype)};\n"
-                    f"    if (lane >= d && {self._bit('m', 'lane - d')}) {{ x = {self._binary('add', dtype, 'x', 'y')}; }}\n"
+                    f"    if (lane >= d && {self._bit('m', 'lane - d')}) {{\n"
+                    f"      x = {self._binary('add', dtype, 'x', 'y')};\n    }}\n"
                     f"  }}\n")
             if code == "plane_inclusive_sum":
                 body += "  return x;"
@@ -148,7 +150,8 @@ class WgslPlane:
         def at(i: str) -> str:
             return self._from_scratch(f"cb_scratch[{i}]", dtype)
         head = (f"let lane = lin & {P - 1}i;\n  let base = lin - lane;\n  let n = min({self.units}i - base, {P}i);\n"
-                f"  workgroupBarrier();\n  cb_scratch[lin] = {self._to_scratch('x', dtype)};\n  workgroupBarrier();\n  ")
+                f"  workgroupBarrier();\n  cb_scratch[lin] = {self._to_scratch('x', dtype)};\n"
+                "  workgroupBarrier();\n  ")
         if code in PLANE_REDUCE:
             body = (f"var acc = {at('base')};\n  for (var l = 1i; l < n; l = l + 1i) {{ "
                     f"acc = {self._binary(_COMBINE[code], dtype, 'acc', at('base + l'))}; }}\n  return acc;")

@@ -13,7 +13,7 @@ Each SSA value becomes a ``let``, each `Var` a function ``var``; shared memory i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from cubepy.ir.nodes import PLANE_OPS, Buffer, Const, Kernel, Op, ScalarParam, walk
 from cubepy.ir.types import u32, u64
@@ -89,7 +89,6 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
         self.names: dict = {}
         self.values_named = 0
         self.helpers: dict[str, str] = {}
-        self.structs: dict[str, str] = {}
         self.body: list[str] = []
         self.depth = 1
         self.sites: list[OOBSite] = []
