@@ -1,9 +1,10 @@
 """WebGPU backend (wgpu-py, imported lazily): WGSL compute shaders from the IR (`wgsl.py`).
 
-The plane size is the adapter's subgroup size (probed with a kernel), or 1 without subgroups.
-Plane ops run on the subgroup builtins where subgroups are planes for the kernel's cube shape
-(runs of consecutive units, probed per shape), else through workgroup memory between barriers
-(`subgroups`). Other plane sizes (``plane_dim=``) are refused.
+The plane size is the adapter's subgroup size (probed with a kernel), or 1 without subgroups,
+or ``plane_dim=`` (a power of two up to 64). Plane ops run on the subgroup builtins where
+subgroups are planes for the kernel's cube shape (runs of consecutive units, probed per shape),
+else through workgroup memory between barriers (`subgroups`), which must then be reached by
+every unit of the cube.
 
 Arguments: NumPy arrays are copied to storage buffers for each launch (``Mut`` ones back, into the
 same array, when the launch is done). WGSL has no 8- or 16-bit integers and no host-shareable
@@ -56,6 +57,7 @@ class _DeviceState:
     adapter: Any
     device: Any
     features: frozenset
+    native_plane: int | None = None     # the subgroup size, where subgroups can be planes
     fence: Any = None          # a small buffer whose read-back waits for the queue
 
     def wait(self) -> None:
@@ -124,6 +126,17 @@ def _words(host: np.ndarray, storage: np.dtype) -> np.ndarray:
     return data
 
 
+def _upload(state: _DeviceState, host: np.ndarray, storage: np.dtype, what: str, kernel: str | None = None):
+    """A storage buffer holding ``host``; one larger than the adapter binds is refused by name."""
+    data = _words(host, storage)
+    most = state.adapter.limits["max-storage-buffer-binding-size"]
+    if data.nbytes > most:
+        raise ArgumentValueError(f"{what} takes {data.nbytes} bytes on the WebGPU device, more than the {most} "
+                                 "the adapter binds in one storage buffer; split the array", kernel)
+    usage = state.wgpu.BufferUsage
+    return state.device.create_buffer_with_data(data=data, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+
+
 def _from_words(raw, storage: np.dtype, shape: tuple, dtype: np.dtype) -> np.ndarray:
     n = int(np.prod(shape))
     values = np.frombuffer(raw, storage, count=n).reshape(shape)
@@ -160,10 +173,11 @@ class WgpuBackend:
         native = subgroup_size(state) if "subgroup" in features else None
         if plane_dim is None:
             plane_dim = native or 1
-        elif isinstance(plane_dim, bool) or plane_dim not in (1, native):
-            raise ArgumentValueError(f"WebGPU plane_dim must be 1 or the adapter's subgroup size ({native}), got "
-                                     f"{plane_dim!r}: plane ops emulated through workgroup memory are not "
-                                     "implemented on this backend")
+        elif isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
+                1 <= plane_dim <= 64 and plane_dim & (plane_dim - 1) == 0):
+            raise ArgumentValueError(f"WebGPU plane_dim must be a power of two from 1 to 64, got {plane_dim!r} "
+                                     f"(the adapter's subgroup size, {native}, runs plane ops on subgroups)")
+        state.native_plane = native
         info = adapter.info
         flags = {"atomics", "plane_ops", "atomic_f32_add"}
         flags |= {flag for feature, flag in (("shader-f16", "fp16"), ("shader-f64", "fp64"),
@@ -202,8 +216,10 @@ class WgpuBackend:
         if properties is not None:
             check_types(kernel, properties)
             atomics64 = properties.supports("atomics64")
-            emulate = kernel.plane_dim > 1 and uses_planes(kernel) and not subgroups_are_planes(
-                self._state(properties), kernel.cube_dim, kernel.plane_dim)
+            state = self._state(properties)
+            emulate = kernel.plane_dim > 1 and uses_planes(kernel) and (
+                kernel.plane_dim != state.native_plane
+                or not subgroups_are_planes(state, kernel.cube_dim, kernel.plane_dim))
         if emulate:
             kernel = barriers_hoisted(kernel)
         return render(kernel, atomics64=atomics64, emulate=emulate)
@@ -252,8 +268,7 @@ class WgpuBackend:
     def launch(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, args: list,
                properties: DeviceProperties, options: dict) -> None:
         state, rendered = executable.state, executable.rendered
-        wgpu, device = state.wgpu, state.device
-        usage = wgpu.BufferUsage
+        device = state.device
         most = properties.max_cube_count[0]
         if any(int(c) > most for c in cube_count):
             raise ArgumentValueError(f"cube count {tuple(cube_count)} is more than the WebGPU adapter's {most} "
@@ -266,8 +281,7 @@ class WgpuBackend:
                 storage = np.dtype(slot.numpy)
                 if arr.size:
                     note_upload(kernel.name, param.name, arr)
-                buffer = device.create_buffer_with_data(data=_words(arr, storage),
-                                                        usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+                buffer = _upload(state, arr, storage, f"argument '{param.name}'", kernel.name)
                 if param.mutable and arr.size:
                     copy_back.append((arr, buffer, storage))
             elif isinstance(arr, DeviceArray) and isinstance(arr.owner, WgpuArray):
@@ -310,10 +324,8 @@ class WgpuBackend:
     def to_device(self, array: np.ndarray, properties: DeviceProperties) -> WgpuArray:
         """A storage-buffer copy of ``array`` on this device (for cb.preload)."""
         state = self._state(properties)
-        usage = state.wgpu.BufferUsage
         storage = _storage_dtype(array.dtype)
-        buffer = state.device.create_buffer_with_data(data=_words(array, storage),
-                                                      usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+        buffer = _upload(state, array, storage, "cb.preload's array")
         return WgpuArray(buffer, tuple(array.shape), array.dtype, storage, state)
 
     def to_host(self, data: WgpuArray, out: np.ndarray | None, properties: DeviceProperties) -> np.ndarray:
