@@ -241,6 +241,9 @@ class WgslArithmetic(F64Math, Arithmetic):
             return f"f16(f32({a}))"
         if self._c(src) == self._c(dst):
             return self._fix(a, dst) if src.bits > dst.bits or src.is_signed != dst.is_signed else a
+        if src.is_int and dst.bits == 64 and src.bits < 64:
+            # widen within the source's signedness first: naga's i64(u32) sign-extends, u64(i32) does not
+            a = f"{'i64' if src.is_signed else 'u64'}({a})"
         return self._fix(f"{self._c(dst)}({a})", dst)
 
     def _float_rounded_to_odd(self) -> str:

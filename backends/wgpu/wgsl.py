@@ -64,9 +64,9 @@ class WgslRendered:
     shared_bytes: int = 0
     uses_subgroups: bool = False
 
-# +0.0 from a value the compiler cannot know (there are never 2**31 cubes on an axis)
+# 0 from a value the compiler cannot know (there are never 2**31 cubes on an axis): see `naming._lit`
 _OPAQUE_ZERO = {"f32": "bitcast<f32>(cb_n.x >> 31u)", "f16": "f16(bitcast<f32>(cb_n.x >> 31u))",
-                "f64": "bitcast<f64>(u64(cb_n.x >> 31u))"}
+                "f64": "bitcast<f64>(u64(cb_n.x >> 31u))", "i64": "i64(cb_n.x >> 31u)"}
 
 
 def render(kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False) -> WgslRendered:
@@ -96,6 +96,7 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
         self.extents: dict[tuple[int, int], str] = {}
         self.atomic_buffers: set[int] = set()
         self.opaque_loops = False
+        self.bound_consts: dict[int, str] = {}       # Const id -> the let that holds it
         self.mask_dtype = u64 if self.P > 32 else u32
         self.mask_t = self._c(self.mask_dtype)
         self.full_mask = self._lit((1 << self.P) - 1, self.mask_dtype)
@@ -118,6 +119,21 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
             return
         items = ", ".join(element(i) for i in range(t.width))
         self._line(f"let {name} = {self._vt(t)}({items});")
+
+    def _op(self, op: Op) -> None:
+        """An op of constants only (a math function the IR does not fold, ``sqrt(-7.5)``) takes its
+        first operand from a ``let``: naga evaluates constant expressions while parsing, and some it
+        cannot (f64 functions) or may not (integer overflow) are errors there."""
+        if op.result is not None and op.args and not op.blocks and all(isinstance(a, Const) for a in op.args) \
+                and op.args[0].type.width == 1:
+            first = op.args[0]
+            held = self._unique("cb_k")
+            self._line(f"let {held}: {self._vt(first.type)} = {self._lit(first.value, first.type.dtype)};")
+            self.bound_consts[first.id] = held
+            super()._op(op)
+            del self.bound_consts[first.id]
+            return
+        super()._op(op)
 
     # --- control flow WGSL spells otherwise -----------------------------------------------
 
