@@ -44,6 +44,12 @@ class WgslArithmetic(F64Math, Arithmetic):
             return f"((bitcast<u64>({x}) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu)"
         return f"((bitcast<u32>({x}) & 0x7fffffffu) > 0x7f800000u)"
 
+    @staticmethod
+    def _fne(a: str, b: str) -> str:
+        """Float ``a != b``, true when either is NaN: lavapipe compiles WGSL's ``!=`` on floats as an
+        ordered compare (``nan != 1.0`` was false), and ``==`` right."""
+        return f"(!({a} == {b}))"
+
     def _isfinite(self, x: str, dtype: DType) -> str:
         if dtype.name == "f64":
             return f"((bitcast<u64>({x}) & 0x7ffffffffffffffflu) < 0x7ff0000000000000lu)"
@@ -81,6 +87,8 @@ class WgslArithmetic(F64Math, Arithmetic):
     def _binary(self, code: str, dtype: DType, a: str, b: str, b_value=None, nowrap: bool = False) -> str:
         """``a <code> b`` in WGSL; ``b_value`` is b's value when it is a constant (shift counts)."""
         if code in COMPARE:
+            if dtype.is_float and code == "ne":
+                return self._fne(a, b)
             if dtype.is_bool and code not in ("eq", "ne"):
                 a, b = f"i32({a})", f"i32({b})"
             return f"({a} {COMPARE_SYM[code]} {b})"
@@ -189,25 +197,25 @@ class WgslArithmetic(F64Math, Arithmetic):
         if code == "pow":
             p, nan = self._math("pow", ft, "abs(x)", "y"), self._lit(float("nan"), ft)
             body = (head + f"if (y == {zero} || x == {one}) {{ return {self._down(one, dtype)}; }}\n"
-                    f"  let odd = floor(y) == y && floor(y * {half}) != y * {half};\n"
+                    f"  let odd = floor(y) == y && {self._fne(f'floor(y * {half})', f'y * {half}')};\n"
                     f"  if (x == {zero}) {{\n    let r = select({zero}, {self._lit(float('inf'), ft)}, y < {zero});\n"
                     f"    return {self._down(f'select(r, -r, odd && bitcast<{ut}>(x) != 0)', dtype)};\n  }}\n"
-                    f"  if (x < {zero} && floor(y) != y) {{ return {self._down(nan, dtype)}; }}\n"
+                    f"  if (x < {zero} && {self._fne('floor(y)', 'y')}) {{ return {self._down(nan, dtype)}; }}\n"
                     f"  let r = {p};\n"
                     f"  return {self._down(f'select(r, -r, x < {zero} && odd)', dtype)};")
         elif code == "mod":
             body = (head + f"var m = x % y;\n"
                     f"  if (y == {zero}) {{ return {self._down('m', dtype)}; }}\n"
-                    f"  if (m != {zero}) {{ if ((y < {zero}) != (m < {zero})) {{ m = m + y; }} }}"
+                    f"  if {self._fne('m', zero)} {{ if ((y < {zero}) != (m < {zero})) {{ m = m + y; }} }}"
                     f" else {{ m = {copysign_zero('y')}; }}\n"
                     f"  return {self._down('m', dtype)};")
         else:
             body = (head + f"let m = x % y;\n"
                     f"  if (y == {zero}) {{ return {self._down('x / y', dtype)}; }}\n"
                     f"  var d = (x - m) / y;\n"
-                    f"  if (m != {zero} && ((y < {zero}) != (m < {zero}))) {{ d = d - {one}; }}\n"
+                    f"  if ({self._fne('m', zero)} && ((y < {zero}) != (m < {zero}))) {{ d = d - {one}; }}\n"
                     f"  var q: {t};\n"
-                    f"  if (d != {zero}) {{ q = floor(d); if (d - q > {half}) {{ q = q + {one}; }} }}"
+                    f"  if {self._fne('d', zero)} {{ q = floor(d); if (d - q > {half}) {{ q = q + {one}; }} }}"
                     f" else {{ q = {copysign_zero('x / y')}; }}\n"
                     f"  return {self._down('q', dtype)};")
         return self._fn_helper(name, f"a: {ct}, b: {ct}", ct, body)
@@ -230,7 +238,7 @@ class WgslArithmetic(F64Math, Arithmetic):
 
     def _cast(self, a: str, src: DType, dst: DType) -> str:
         if dst.is_bool:
-            return f"({a} != {self._lit(0, src)})"
+            return self._fne(a, self._lit(0, src)) if src.is_float else f"({a} != {self._lit(0, src)})"
         if src.is_bool:
             return f"select({self._lit(0, dst)}, {self._lit(1, dst)}, {a})"
         if src.is_float and dst.is_int:

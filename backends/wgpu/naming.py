@@ -69,16 +69,19 @@ class WgslNaming(Naming):
             bits = nan if math.isnan(value) else inf | (sign if value < 0 else 0)
             s = f"bitcast<{base}>({bits:#x}{INT_SUFFIX[word]})"
             return s if base == dtype.name or dtype.name != "f16" else f"f16({s})"
+        # Mesa's NIR (lavapipe) takes float ops without SPIR-V's NoContraction, which naga does not
+        # write, as inexact, and rewrites those with constants: x * 0.0 -> 0.0 loses the sign of
+        # zero, (x * x) * c -> x * (x * c) rounds otherwise. A constant it cannot see through (a
+        # zero, or the literal times a one, from a value only known at run time) keeps IEEE's rules.
         if value == 0.0:
-            # Mesa's NIR folds inexact float ops on constants (x * 0.0 -> 0.0, 0.0 - x -> -x) and
-            # loses the sign of zero; a zero it cannot see through keeps IEEE's rules
             self.needs.add(f"zero_{dtype.name}")
             return f"(-cb_zero_{dtype.name})" if math.copysign(1.0, value) < 0 else f"cb_zero_{dtype.name}"
         s = repr(value)
         if "e" not in s and "." not in s:
             s += ".0"
         s += FLOAT_SUFFIX[dtype.name]
-        return f"({s})" if s.startswith("-") else s
+        self.needs.add(f"one_{dtype.name}")
+        return f"({s} * cb_one_{dtype.name})"
 
 
 __all__ = ["WgslNaming"]

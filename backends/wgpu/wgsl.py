@@ -64,9 +64,12 @@ class WgslRendered:
     shared_bytes: int = 0
     uses_subgroups: bool = False
 
-# 0 from a value the compiler cannot know (there are never 2**31 cubes on an axis): see `naming._lit`
-_OPAQUE_ZERO = {"f32": "bitcast<f32>(cb_n.x >> 31u)", "f16": "f16(bitcast<f32>(cb_n.x >> 31u))",
-                "f64": "bitcast<f64>(u64(cb_n.x >> 31u))", "i64": "i64(cb_n.x >> 31u)"}
+# 0 and 1 from a value the compiler cannot know (there are never 2**31 cubes on an axis): see `naming._lit`
+_OPAQUE = {"zero_f32": "bitcast<f32>(cb_n.x >> 31u)", "zero_f16": "f16(bitcast<f32>(cb_n.x >> 31u))",
+           "zero_f64": "bitcast<f64>(u64(cb_n.x >> 31u))", "zero_i64": "i64(cb_n.x >> 31u)",
+           "one_f32": "bitcast<f32>(0x3f800000u | (cb_n.x >> 31u))",
+           "one_f16": "f16(bitcast<f32>(0x3f800000u | (cb_n.x >> 31u)))",
+           "one_f64": "bitcast<f64>(0x3ff0000000000000lu | u64(cb_n.x >> 31u))"}
 
 
 def render(kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False) -> WgslRendered:
@@ -248,16 +251,16 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
         parts = ["\n".join(head)]
         if members:
             parts.append("struct CbArgs {\n" + "\n".join(members) + "\n}")
-        zeros = [n[5:] for n in sorted(self.needs) if n.startswith("zero_")]
+        opaque = [n for n in sorted(self.needs) if n.startswith(("zero_", "one_"))]
         decls += [f"var<private> cb_{n}: vec3<u32>;" for n in ("unit", "cube", "count")]
-        decls += [f"var<private> cb_zero_{t}: {t};" for t in zeros]
+        decls += [f"var<private> cb_{n}: {n.partition('_')[2]};" for n in opaque]
         parts.append("\n".join(decls))
         parts.extend(self.helpers.values())
         entry = (f"@compute @workgroup_size({dims})\nfn {self.entry}(@builtin(local_invocation_id) cb_l: vec3<u32>, "
                  "@builtin(workgroup_id) cb_w: vec3<u32>,\n    @builtin(num_workgroups) cb_n: vec3<u32>, "
                  "@builtin(local_invocation_index) cb_li: u32) {\n"
                  "  cb_unit = cb_l;\n  cb_cube = cb_w;\n  cb_count = cb_n;\n"
-                 + "".join(f"  cb_zero_{t} = {_OPAQUE_ZERO[t]};\n" for t in zeros) + "\n".join(self.body) + "\n}")
+                 + "".join(f"  cb_{n} = {_OPAQUE[n]};\n" for n in opaque) + "\n".join(self.body) + "\n}")
         parts.append(entry)
         source = "\n\n".join(parts) + "\n"
         return WgslRendered(self.entry, source, buffers, fields, args_size, args_binding, error_binding, self.sites,

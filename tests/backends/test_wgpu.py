@@ -172,3 +172,26 @@ def test_the_source_is_wgsl(dev):
     compiled = scale.compile(np.ones(4, np.float32), np.ones(4, np.float32), 2, dim=64, device=dev)
     source = compiled.source("source")
     assert "@compute @workgroup_size(64, 1, 1)" in source and "var<storage, read_write> y" in source
+
+
+@cb.kernel
+def nan_and_constants(x: Array[f32], unequal: Mut[Array[cb.bool_]], truth: Mut[Array[cb.bool_]],
+                      scaled: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        unequal[i] = x[i] != 1.0
+        truth[i] = cb.bool_(x[i])
+        scaled[i] = (x[i] * x[i]) * f32(0.001)
+
+
+def test_what_lavapipe_would_fold_keeps_ieee_rules(dev):
+    # naga writes no NoContraction, so Mesa treats float ops as inexact: nan != 1.0 came out false
+    # and (x * x) * 0.001 was reassociated; fuzz seeds 6005 and 6025
+    x = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+    x[::7] = np.nan
+    outs = [np.zeros(1000, bool), np.zeros(1000, bool), np.zeros(1000, np.float32)]
+    nan_and_constants.launch(8, 128, x, *outs, device=dev)
+    np.testing.assert_array_equal(outs[0], x != 1.0)
+    np.testing.assert_array_equal(outs[1], x != 0)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(outs[2], (x * x) * np.float32(0.001))
