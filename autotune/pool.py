@@ -33,9 +33,14 @@ from cubepy.lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
 from cubepy.log import logger
 
 _pools: dict[int, ProcessPoolExecutor] = {}
-# Backends that keep compiled code in the disk cache (docs/design.md), so that a worker's compile
-# is the tuning process's disk load; one found not to (a load that compiled) is removed.
-DISK_CACHED: set[str] = {"cpu", "cuda", "hip"}
+# Devices (by name) found to keep nothing on disk although their backend says `disk_cached`
+# (a load after a worker's compile compiled again): candidates compile in the tuning process.
+NOT_DISK_CACHED: set[str] = set()
+
+
+def compiles_in_workers(dev) -> bool:
+    """Whether a worker process's compile for ``dev`` is a disk load in this one."""
+    return dev.backend.disk_cached and dev.name not in NOT_DISK_CACHED
 
 
 def placeholders(signature, args: tuple, named: dict) -> list | None:

@@ -341,7 +341,7 @@ class Tuned:
         """Compile the configs of a batch in worker processes (see `pool`), where that pays."""
         todo = [c for c in todo if (id(dev), c) not in self._compiled_here]
         workers = pool.workers_for(len(todo), self.workers)
-        if workers < 2 or dev.backend_name not in pool.DISK_CACHED:
+        if workers < 2 or not pool.compiles_in_workers(dev):
             return {}
         jobs = []
         for config in todo:
@@ -360,7 +360,7 @@ class Tuned:
         except CubeError:
             pass
         if cb.compile_stats()["compiles"] > before:
-            pool.DISK_CACHED.discard(dev.backend_name)
+            pool.NOT_DISK_CACHED.add(dev.name)
             logger.info("autotune: device '%s' keeps no compiled code on disk: candidates compile in the tuning "
                         "process", dev.name)
         return done

@@ -41,6 +41,7 @@ from .runtime.graph_breaks import watch as _watch_torch_compile
 from .runtime.kernel import CubeFunction, KernelFunction, func, kernel
 from .runtime.profiling import compile_stats, profile
 from .runtime.properties import DeviceProperties
+from .runtime.registry import backend_names, register_backend
 from .runtime.residency import Resident, TransferWarning, from_dlpack, preload, preload_mut
 from .runtime.topology import CubeCount, CubeDim
 from .runtime.verify_partitioning import verify_partitioning
@@ -58,8 +59,8 @@ __all__ = [
     "CubeCount", "CubeDim", "CubeError", "CubeFunction", "CubeIndexError", "CubeNameError", "CubeSyntaxError",
     "CubeTypeError", "CubeValueError", "DType", "Device", "DeviceProperties", "DivergenceError", "KernelFunction",
     "LaunchError", "Linear1D", "Mut", "OutOfBoundsError", "Partitioning", "RaceError", "Region", "Resident",
-    "ToolchainError", "Strided1D", "Tile2D", "TransferWarning", "UnsafePartitioning", "bf16", "bool_",
-    "compile_stats", "current_device", "device", "devices", "f16", "f32", "f64", "from_dlpack", "func", "i8", "i16",
-    "i32", "i64", "kernel", "lines", "preload", "preload_mut", "profile", "set_device", "u8", "u16", "u32", "u64",
-    "use_device", "verify_partitioning", *_BUILTINS, *_INTRINSICS,
+    "ToolchainError", "Strided1D", "Tile2D", "TransferWarning", "UnsafePartitioning", "backend_names", "bf16",
+    "bool_", "compile_stats", "current_device", "device", "devices", "f16", "f32", "f64", "from_dlpack", "func",
+    "i8", "i16", "i32", "i64", "kernel", "lines", "preload", "preload_mut", "profile", "register_backend",
+    "set_device", "u8", "u16", "u32", "u64", "use_device", "verify_partitioning", *_BUILTINS, *_INTRINSICS,
 ]

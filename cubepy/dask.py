@@ -25,7 +25,7 @@ import dask.array as da
 import numpy as np
 from dask.array.utils import meta_from_array
 
-from .runtime.devices import Device, current_device
+from .runtime.devices import Device, current_device, host_device
 from .runtime.devices import device as get_device
 from .runtime.kernel_io import KernelIO, launch_size
 
@@ -81,10 +81,9 @@ class Blockwise:
     def _device(self, arrays: list) -> Device:
         if self.device is not None:
             return get_device(self.device)
-        default = current_device()
-        if arrays and isinstance(arrays[0], np.ndarray) and not default.host_memory:
-            return get_device("cpu")
-        return default
+        if arrays and isinstance(arrays[0], np.ndarray):
+            return host_device()
+        return current_device()
 
 
 def map_blocks(kernel: Any, *args, outputs: Sequence[str] = ("out",), count: Any, dim: Any,

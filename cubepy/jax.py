@@ -39,7 +39,7 @@ from .errors import ArgumentTypeError
 from .lang.types import Array, Mut
 from .runtime import xla_ffi
 from .runtime.device_arrays import DeviceArray
-from .runtime.devices import Device, current_device
+from .runtime.devices import Device, current_device, host_device, platform_device
 from .runtime.devices import device as get_device
 from .runtime.kernel_io import KernelIO, launch_size
 from .runtime.topology import topology
@@ -164,21 +164,17 @@ class JaxKernel:
         return found
 
     def _platform_device(self, platform: str) -> Device:
-        if platform == "CUDA":
-            return get_device("cuda")
+        if platform != "cpu":               # XLA's "CUDA": the backend whose memory that is
+            return platform_device(platform.lower())
         chosen = self._chosen_device()
         if chosen is not None and chosen.host_memory:
             return chosen
-        dev = current_device()
-        return dev if dev.host_memory else get_device("cpu")
+        return host_device()
 
     def _native_handler(self, count, dim, statics: tuple, kinds: tuple, platform: str):
         """The device's native handler for this target, or None (the Python handler then)."""
         io, fixed = self.io, dict(statics)
         dev = self._platform_device(platform)
-        make = getattr(dev.backend, "xla_ffi_handler", None)
-        if make is None:
-            return None
         operand_kinds, result_kinds = kinds
         if platform == "CUDA":   # arrays of the right kinds at distinct fake addresses (nothing is read)
             operands = [DeviceArray(None, (k + 1) << 32, (1,) * ndim, dtype, True, "cuda")
@@ -201,8 +197,8 @@ class JaxKernel:
             ranks[position] = (result_kinds if kind == "ret" else operand_kinds)[index][1]
         zeroed = [(i, ndim, np.dtype(dtype).itemsize) for i, (name, (dtype, ndim)) in
                   enumerate(zip(io.results, result_kinds)) if name not in io.in_out]
-        return make(compiled.executable, compiled.ir_module, dev.properties, count_t, compiled.cube_dim, sources,
-                    ranks, zeroed)
+        return dev.backend.xla_ffi_handler(compiled.executable, compiled.ir_module, dev.properties, count_t,
+                                           compiled.cube_dim, sources, ranks, zeroed)
 
     def _python_handler(self, count, dim, statics: tuple, platform: str) -> Callable:
         on_cuda, io, fixed = platform == "CUDA", self.io, dict(statics)

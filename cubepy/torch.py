@@ -38,7 +38,7 @@ from typing import Any
 import torch
 
 from .errors import CubeError
-from .runtime.devices import Device, current_device, device, use_device
+from .runtime.devices import Device, current_device, host_device, platform_device, use_device
 from .runtime.fake_launches import skip_launches
 
 __all__ = ["FakeImplementationError", "device_of", "op"]
@@ -82,11 +82,10 @@ def device_of(tensor: torch.Tensor) -> Device:
     tensor the default device if that is a host device, else ``cpu``."""
     if tensor.is_cuda:
         index = tensor.device.index if tensor.device.index is not None else torch.cuda.current_device()
-        return device("cuda", index=index)
+        return platform_device("cuda", index)
     if tensor.device.type != "cpu":
         raise CubeError(f"a tensor on device '{tensor.device}' has no cubepy device; move it with .cpu() or .cuda()")
-    default = current_device()
-    return default if default.host_memory else device("cpu")
+    return host_device()
 
 
 def _tensors(args: tuple, kwargs: dict) -> Iterator[torch.Tensor]:

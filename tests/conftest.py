@@ -1,7 +1,7 @@
 """Shared fixtures: the devices under test and a fresh random generator per test.
 
-``CUBEPY_TEST_DEVICES`` picks backends (comma separated, default: every available one of
-interp, cpu, opencl, cuda). ``CUBEPY_TEST_SEED`` fixes the random inputs (CI derives it from the
+``CUBEPY_TEST_DEVICES`` picks backends (comma separated, default: every available registered
+backend, `cb.backend_names()`). ``CUBEPY_TEST_SEED`` fixes the random inputs (CI derives it from the
 commit, so a run is reproducible and each commit sees fresh data); otherwise a new seed is drawn
 and printed in the header. Hypothesis uses the same seed unless --hypothesis-seed is given.
 """
@@ -44,7 +44,7 @@ def pytest_terminal_summary(terminalreporter):
 
 def _backends() -> list[str]:
     wanted = os.environ.get("CUBEPY_TEST_DEVICES")
-    names = [n.strip() for n in wanted.split(",")] if wanted else ["interp", "cpu", "opencl", "cuda"]
+    names = [n.strip() for n in wanted.split(",")] if wanted else list(cb.backend_names())
     available = {d.backend_name for d in cb.devices() if d.available}
     return [n for n in names if n in available or wanted]
 

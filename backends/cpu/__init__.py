@@ -17,19 +17,31 @@ import os
 import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cubepy.errors import ArgumentValueError, out_of_bounds
 from cubepy.ir.nodes import Kernel
+from cubepy.runtime.backend import Backend
 from cubepy.runtime.properties import DeviceProperties
 
-from . import jit
-from .codegen import ERR_WORDS, MAX_OOB_DIMS, Codegen, CpuCompileError, Layout
+from .common import ERR_WORDS, MAX_OOB_DIMS, CpuCompileError, Layout
+
+if TYPE_CHECKING:
+    from . import jit
 
 __all__ = ["BACKEND", "CpuBackend", "CpuCompileError", "Executable", "stats"]
 
-stats = jit.stats
+
+def __getattr__(name: str):
+    # llvmlite and the code generator load with the first probe, not with the module (the registry
+    # imports every backend to order them)
+    if name == "stats":
+        from . import jit
+        return jit.stats
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 _SCALAR_FMT = {"bool_": "?7x", "i8": "b7x", "u8": "B7x", "i16": "h6x", "u16": "H6x", "i32": "i4x", "u32": "I4x",
                "i64": "q", "u64": "Q", "f16": "e6x", "f32": "f4x", "f64": "d"}
@@ -91,8 +103,10 @@ class Executable:
         self.fn(block, first, last, self.workspace())
 
 
-class CpuBackend:
+class CpuBackend(Backend):
     name = "cpu"
+    preference = 80            # after every GPU
+    disk_cached = True
     source_forms = ("source", "optimized", "asm")
 
     def __init__(self):
@@ -108,6 +122,8 @@ class CpuBackend:
                                      "it takes plane_dim, threads and opt_level")
         if isinstance(opt_level, bool) or opt_level not in (0, 1, 2, 3):
             raise ArgumentValueError(f"the CPU device's opt_level must be 0, 1, 2 or 3 (LLVM's -O), got {opt_level!r}")
+        from . import jit
+
         host = jit.init()
         lanes = jit.simd_f32_lanes()
         if plane_dim is None:
@@ -139,12 +155,17 @@ class CpuBackend:
     # --- compile ----------------------------------------------------------------------------
 
     def generate(self, kernel: Kernel, properties: DeviceProperties | None = None) -> tuple[str, Layout]:
+        from . import jit
+        from .codegen import Codegen
+
         host = jit.init()
         plane_dim = kernel.plane_dim or properties.plane_dim
         gen = Codegen(kernel, plane_dim, _levels(kernel), vf=GANG_VECTORS * jit.simd_f32_lanes())
         return gen.generate(host["triple"], host["datalayout"])
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
+        from . import jit
+
         llvm_ir, layout = self.generate(kernel, properties)
         loaded, from_disk = jit.load(llvm_ir, layout.entry, self._opt_levels.get(properties, 3))
         return Executable(kernel, llvm_ir, layout, loaded, from_disk)
@@ -153,6 +174,8 @@ class CpuBackend:
         if form == "source":
             return executable.llvm_ir
         if form in ("optimized", "asm"):
+            from . import jit
+
             mod = jit.optimize(executable.llvm_ir, self._opt_levels.get(properties, 3))
             return str(mod) if form == "optimized" else jit._tm(self._opt_levels.get(properties, 3)).emit_assembly(mod)
         raise ArgumentValueError(f"the CPU backend's source forms are 'source', 'optimized' and 'asm', not {form!r}")

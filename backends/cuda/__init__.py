@@ -16,13 +16,20 @@ from __future__ import annotations
 
 import hashlib
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from cubepy.errors import ArgumentTypeError, ArgumentValueError, BackendUnavailableError, ToolchainError
+from cubepy.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    BackendUnavailableError,
+    OutOfBoundsError,
+    ToolchainError,
+)
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime import dlpack
 from cubepy.runtime.backend import DirectLauncher
@@ -31,10 +38,10 @@ from cubepy.runtime.device_arrays import (
     NotContiguous,
     register_device_array,
 )
+from cubepy.runtime.device_host import DeviceBackend
 from cubepy.runtime.disk_cache import DiskCache
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
-from cubepy.runtime.residency import note_download, note_upload
 
 from ..cstyle import CUDA, Rendered, empty_record, oob_error, render
 from .packing import BUFFER, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
@@ -87,15 +94,16 @@ def _raw_reader(cp):
     return lambda a: (a.dtype, a.shape, a.data.ptr, a.flags.c_contiguous, False, a.data.device_id)
 
 
-class CudaBackend:
+class CudaBackend(DeviceBackend):
     name = "cuda"
+    preference = 0
     device_array_platforms = frozenset({"cuda"})
     takes_streams = True
+    disk_cached = True
 
     def __init__(self):
         self._devices: dict[DeviceProperties, int] = {}
         self._several_devices = False
-        self._pending: set[Executable] = set()     # launched with an error record not read since
         self._pending_streams: set[int] = set()    # the streams they were launched on
         self._external_streams: dict[int, Any] = {}   # raw stream handles given to use_stream, wrapped
 
@@ -190,48 +198,47 @@ class CudaBackend:
 
     # --- launch -------------------------------------------------------------------------
 
-    def launch(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, args: list,
-               properties: DeviceProperties, options: dict) -> None:
+    def launch_scope(self, executable: Executable, properties: DeviceProperties, options: dict):
+        """The launch's ``stream=`` (copies, kernel and copies back all go on it), and its GPU."""
         cp = _cupy()
         stream = options.get("stream")
-        if stream is not None:      # copies, kernel and copies back all go on the given stream
-            with _cupy_stream(cp, stream, kernel.name, executable.device_index):
-                return self._launch(cp, executable, kernel, cube_count, cube_dim, args)
-        self._launch(cp, executable, kernel, cube_count, cube_dim, args)
+        if stream is not None:
+            return _cupy_stream(cp, stream, executable.rendered.name, executable.device_index)
+        return cp.cuda.Device(executable.device_index) if self._several_devices else nullcontext()
 
-    def _launch(self, cp, executable: Executable, kernel: Kernel, cube_count, cube_dim, args: list) -> None:
-        values, copy_back, shapes = [], [], {}
-        staged = []     # device copies of NumPy arguments: alive until the launch is enqueued
+    def enqueue(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, bound: list,
+                properties: DeviceProperties) -> None:
+        values = []
         for kind, param, extra in executable.slots:
             if kind == BUFFER:
-                a = args[param]
-                if a.__class__ is DeviceArray:
-                    # Used in place: the kernel gets the pointer, nothing is copied.
-                    ptr, shapes[param] = a.ptr, a.shape
-                else:
-                    note_upload(kernel.name, kernel.params[param].name, a)
-                    d = self._device_copy(cp, a, kernel.params[param].mutable, copy_back)
-                    staged.append(d)
-                    ptr, shapes[param] = d.data.ptr, d.shape
+                buffer = bound[param].buffer
+                ptr = buffer if buffer.__class__ is int else buffer.data.ptr
                 if extra > 1 and ptr % extra:
                     raise ArgumentValueError(f"argument '{kernel.params[param].name}' starts at an address not "
                                              f"aligned to {extra} bytes, which its Line loads need", kernel.name)
                 values.append(ptr)
             elif kind == SHAPE:
-                values.append(shapes[param][extra])
+                values.append(bound[param].shape[extra])
             else:
-                v = args[param]
+                v = bound[param]
                 values.append(v if v.__class__ is extra else extra(v))
-        params = executable.packer.pack(*values)
-        self._enqueue(cp, executable, cube_count, cube_dim, params)
-        del staged      # freed into CuPy's pool in stream order, after the kernel that reads them
-        if copy_back:                 # the host waits for these results: check the records then
-            for host, d in copy_back:
-                d.get(out=host.view(np.uint8) if host.dtype == np.bool_ else host)
-                note_download(kernel.name, host)
-            if self._pending_streams - {cp.cuda.get_current_stream().ptr}:
-                cp.cuda.runtime.deviceSynchronize()     # records written on other streams too
-            self._check_errors(cp)
+        self._enqueue(_cupy(), executable, cube_count, cube_dim, executable.packer.pack(*values))
+
+    # --- memory: CuPy's pool, in the order of CuPy's current stream -----------------------------
+
+    def alloc(self, nbytes: int, properties: DeviceProperties):
+        return _cupy().empty(nbytes, np.uint8)
+
+    def copy_in(self, buffer, host: np.ndarray, properties: DeviceProperties) -> None:
+        cp = _cupy()
+        buffer.data.copy_from_host_async(host.ctypes.data, host.nbytes, cp.cuda.get_current_stream())
+
+    def copy_out(self, host: np.ndarray, buffer, properties: DeviceProperties) -> None:
+        cp = _cupy()
+        buffer.data.copy_to_host_async(host.ctypes.data, host.nbytes, cp.cuda.get_current_stream())
+
+    def device_buffer(self, array: DeviceArray, properties: DeviceProperties) -> int:
+        return array.ptr              # used in place: the kernel gets the pointer, nothing is copied
 
     def _enqueue(self, cp, executable: Executable, cube_count, cube_dim, params: int) -> None:
         if self._several_devices and cp.cuda.runtime.getDevice() != executable.device_index:
@@ -240,7 +247,7 @@ class CudaBackend:
         cp.cuda.driver.launchKernel(executable.function.ptr, *cube_count, *cube_dim,
                                     executable.rendered.dynamic_shared_bytes, stream, params, 0)
         if executable.error is not None:
-            self._pending.add(executable)
+            self._records()[executable] = None
             self._pending_streams.add(stream)
 
     def direct_launcher(self, executable: Executable, kernel: Kernel, properties: DeviceProperties,
@@ -257,12 +264,12 @@ class CudaBackend:
             def launch(params: int) -> None:
                 self._enqueue(cp, executable, cube_count, cube_dim, params)
         elif executable.error is not None:
-            pending, streams = self._pending, self._pending_streams
+            pending, streams = self._records(), self._pending_streams
 
             def launch(params: int) -> None:
                 stream = current_stream().ptr
                 launch_kernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, 0)
-                pending.add(executable)
+                pending[executable] = None
                 streams.add(stream)
         else:
             def launch(params: int) -> None:
@@ -288,14 +295,6 @@ class CudaBackend:
                 raise error
         return build_handler(executable, sources, ranks, zeroed, cube_count, cube_dim,
                              ffi_failure(kernel, out_of_bounds))
-
-    @staticmethod
-    def _device_copy(cp, a, mutable: bool, copy_back: list):
-        """A NumPy argument moves by its type: to the device; a Mut one also back after the launch."""
-        d = cp.asarray(a.view(np.uint8) if a.dtype == np.bool_ else a)
-        if mutable and a.size:
-            copy_back.append((a, d))
-        return d
 
     def to_device(self, array: np.ndarray, properties: DeviceProperties):
         """A CuPy copy of ``array`` on this device (for cb.preload)."""
@@ -333,28 +332,33 @@ class CudaBackend:
     def event(self, properties: DeviceProperties) -> CudaEvent:
         return CudaEvent(_cupy())
 
-    def synchronize(self, properties: DeviceProperties | None = None) -> None:
-        """Wait for all work on the device, every stream's, then read the error records."""
+    def finish(self, properties: DeviceProperties | None) -> None:
+        """Wait for all work on the device, every stream's."""
         cp = _cupy()
         index = self._devices.get(properties) if properties is not None else None
         with cp.cuda.Device(index if index is not None else cp.cuda.runtime.getDevice()):
             cp.cuda.runtime.deviceSynchronize()
-        self._check_errors(cp)
-
-    def _check_errors(self, cp) -> None:
-        """Read the records of pending executables (their launches are complete) and raise the first error."""
-        pending = list(self._pending)
-        self._pending.clear()
         self._pending_streams.clear()
-        first = None
-        for exe in pending:
-            record = exe.error.get()
-            if record[0]:
-                exe.error.fill(0)
-                cp.cuda.get_current_stream().synchronize()   # reset before a later launch can write it
-                first = first or oob_error(record, exe.rendered.sites, exe.rendered.name)
-        if first is not None:
-            raise first
+
+    def settle(self, properties: DeviceProperties) -> None:
+        """After copies back on the current stream: records written on other streams need the device."""
+        cp = _cupy()
+        current = cp.cuda.get_current_stream()
+        current.synchronize()
+        if self._pending_streams - {current.ptr}:
+            cp.cuda.runtime.deviceSynchronize()
+        self._pending_streams.clear()
+
+    def has_error_record(self, executable: Executable) -> bool:
+        return executable.error is not None
+
+    def read_record(self, executable: Executable) -> OutOfBoundsError | None:
+        record = executable.error.get()
+        if not record[0]:
+            return None
+        executable.error.fill(0)
+        _cupy().cuda.get_current_stream().synchronize()      # reset before a later launch can write it
+        return oob_error(record, executable.rendered.sites, executable.rendered.name)
 
 
 def _cupy_stream(cp, stream, kernel_name: str | None, device_index: int | None = None):

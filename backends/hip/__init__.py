@@ -5,9 +5,9 @@
 - compile: hiprtc with ``--offload-arch=<gfx>``; code objects are kept on disk under
   ``$CUBEPY_CACHE_DIR/hip`` (`cubepy.runtime.disk_cache`: checksummed, built once across processes)
   keyed by sha256 of source, architecture, HIP version and options.
-- launch: ``hipModuleLaunchKernel``. NumPy arrays move by type (Array: to the device; Mut: there
-  and back, into the same array); objects with ``__cuda_array_interface__`` (hip-python device
-  arrays, ROCm torch tensors) are used in place.
+- launch: ``hipModuleLaunchKernel`` through the shared host layer (`cubepy.runtime.device_host`):
+  NumPy arrays move by type (Array: to the device; Mut: there and back, into the same array);
+  ``cb.preload`` keeps hipMalloc'd `DeviceBuffer`s, used in place.
 
 No AMD GPU was available where this was written: it is compile-checked (hipcc on the generated
 source), not run.
@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from cubepy.errors import ArgumentValueError, BackendUnavailableError, ToolchainError
+from cubepy.errors import ArgumentValueError, BackendUnavailableError, OutOfBoundsError, ToolchainError
 from cubepy.ir.nodes import Kernel
+from cubepy.runtime.device_host import DeviceBackend
 from cubepy.runtime.disk_cache import DiskCache
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
-from cubepy.runtime.residency import note_download, note_upload
 
 from ..cstyle import HIP, Rendered, empty_record, oob_error, render
 
@@ -69,12 +69,14 @@ class Executable:
 CACHE = DiskCache("hip", ".hsaco")
 
 
-class HipBackend:
+class HipBackend(DeviceBackend):
     name = "hip"
+    preference = 10
+    disk_cached = True
+    device_array_platforms = frozenset({"hip"})     # cb.preload's DeviceBuffers
 
     def __init__(self):
         self._devices: dict[DeviceProperties, int] = {}
-        self._pending: list[Executable] = []
 
     def probe(self, index: int = 0, **_) -> DeviceProperties:
         hip, _ = _hip()
@@ -143,79 +145,66 @@ class HipBackend:
     def source(self, kernel: Kernel, executable: Executable | None, properties: DeviceProperties, form: str) -> str:
         return executable.rendered.source if executable is not None else self.render(kernel).source
 
-    def launch(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, args: list,
-               properties: DeviceProperties, options: dict) -> None:
+    def enqueue(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, bound: list,
+                properties: DeviceProperties) -> None:
         hip, _ = _hip()
-        h2d, d2h = hip.hipMemcpyKind.hipMemcpyHostToDevice, hip.hipMemcpyKind.hipMemcpyDeviceToHost
-        params = kernel.params
-        values, temps, copy_back, shapes = [], [], [], {}
-        try:
-            for slot in executable.rendered.args:
-                if slot.kind == "buffer":
-                    a = args[slot.param]
-                    if isinstance(a, np.ndarray):
-                        note_upload(kernel.name, kernel.params[slot.param].name, a)
-                        ptr = _check(hip.hipMalloc(max(a.nbytes, 16)), "hipMalloc")
-                        temps.append(ptr)
-                        if a.nbytes:
-                            _check(hip.hipMemcpy(ptr, a, a.nbytes, h2d), "hipMemcpy")
-                        if params[slot.param].mutable and a.nbytes:
-                            copy_back.append((a, ptr))
-                        shape = a.shape
-                    elif hasattr(a, "__cuda_array_interface__"):
-                        cai = a.__cuda_array_interface__
-                        if cai.get("strides") not in (None, _c_strides(cai)):
-                            raise ArgumentValueError(f"argument '{params[slot.param].name}' is not C-contiguous",
-                                                     kernel.name)
-                        ptr, shape = cai["data"][0], tuple(cai["shape"])
-                    else:
-                        raise ArgumentValueError(f"argument '{params[slot.param].name}': the HIP backend takes "
-                                                 f"NumPy arrays or arrays with __cuda_array_interface__", kernel.name)
-                    shapes[slot.param] = shape[:-1] if params[slot.param].type.width > 1 else shape
-                    values.append(ptr)
-                elif slot.kind == "shape":
-                    values.append(ctypes.c_int32(int(shapes[slot.param][slot.dim])))
-                elif slot.kind == "scalar":
-                    values.append(_CTYPES[slot.numpy](np.dtype(slot.numpy).type(args[slot.param]).item()))
-                else:
-                    values.append(executable.error)
-            r = executable.rendered
-            _check(hip.hipModuleLaunchKernel(executable.function, *(int(c) for c in cube_count),
-                                             *(int(d) for d in cube_dim), sharedMemBytes=r.dynamic_shared_bytes,
-                                             stream=None, kernelParams=None, extra=tuple(values)),
-                   "hipModuleLaunchKernel")
-            if executable.error is not None and executable not in self._pending:
-                self._pending.append(executable)
-            for host, ptr in copy_back:
-                _check(hip.hipMemcpy(host, ptr, host.nbytes, d2h), "hipMemcpy")
-                note_download(kernel.name, host)
-        finally:
-            for ptr in temps:
-                hip.hipFree(ptr)
-        if copy_back:
-            self._check_errors()
+        params, values = kernel.params, []
+        for slot in executable.rendered.args:
+            if slot.kind == "buffer":
+                values.append(bound[slot.param].buffer)
+            elif slot.kind == "shape":
+                shape = bound[slot.param].shape
+                shape = shape[:-1] if params[slot.param].type.width > 1 else shape
+                values.append(ctypes.c_int32(int(shape[slot.dim])))
+            elif slot.kind == "scalar":
+                values.append(_CTYPES[slot.numpy](np.dtype(slot.numpy).type(bound[slot.param]).item()))
+            else:
+                values.append(executable.error)
+        r = executable.rendered
+        _check(hip.hipModuleLaunchKernel(executable.function, *(int(c) for c in cube_count),
+                                         *(int(d) for d in cube_dim), sharedMemBytes=r.dynamic_shared_bytes,
+                                         stream=None, kernelParams=None, extra=tuple(values)),
+               "hipModuleLaunchKernel")
+
+    # --- memory: hipMalloc'd buffers, synchronous copies on the null stream ----------------------
+
+    def alloc(self, nbytes: int, properties: DeviceProperties):
+        hip, _ = _hip()
+        _check(hip.hipSetDevice(self._devices.get(properties, 0)), "hipSetDevice")
+        return _check(hip.hipMalloc(nbytes), "hipMalloc")
+
+    def free(self, buffer) -> None:
+        _hip()[0].hipFree(buffer)
+
+    def copy_in(self, buffer, host: np.ndarray, properties: DeviceProperties) -> None:
+        hip, _ = _hip()
+        _check(hip.hipMemcpy(buffer, host, host.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice), "hipMemcpy")
+
+    def copy_out(self, host: np.ndarray, buffer, properties: DeviceProperties) -> None:
+        hip, _ = _hip()
+        _check(hip.hipMemcpy(host, buffer, host.nbytes, hip.hipMemcpyKind.hipMemcpyDeviceToHost), "hipMemcpy")
+
+    def device_index(self, properties: DeviceProperties) -> int:
+        return self._devices.get(properties, 0)
 
     def event(self, properties: DeviceProperties) -> HipEvent:
         return HipEvent(_hip()[0])
 
-    def synchronize(self, properties: DeviceProperties | None = None) -> None:
-        hip, _ = _hip()
-        _check(hip.hipDeviceSynchronize(), "hipDeviceSynchronize")
-        self._check_errors()
+    def finish(self, properties: DeviceProperties | None) -> None:
+        _check(_hip()[0].hipDeviceSynchronize(), "hipDeviceSynchronize")
 
-    def _check_errors(self) -> None:
+    def has_error_record(self, executable: Executable) -> bool:
+        return executable.error is not None
+
+    def read_record(self, executable: Executable) -> OutOfBoundsError | None:
         hip, _ = _hip()
-        pending, self._pending = self._pending, []
-        first = None
-        for exe in pending:
-            rec = empty_record()
-            _check(hip.hipMemcpy(rec, exe.error, rec.nbytes, hip.hipMemcpyKind.hipMemcpyDeviceToHost))
-            if rec[0]:
-                zero = empty_record()
-                _check(hip.hipMemcpy(exe.error, zero, zero.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
-                first = first or oob_error(rec, exe.rendered.sites, exe.rendered.name)
-        if first is not None:
-            raise first
+        record = empty_record()
+        _check(hip.hipMemcpy(record, executable.error, record.nbytes, hip.hipMemcpyKind.hipMemcpyDeviceToHost))
+        if not record[0]:
+            return None
+        zero = empty_record()
+        _check(hip.hipMemcpy(executable.error, zero, zero.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
+        return oob_error(record, executable.rendered.sites, executable.rendered.name)
 
 
 class HipEvent:
@@ -241,15 +230,6 @@ class HipEvent:
 
 def _text(v) -> str:
     return v.decode(errors="replace").rstrip("\0") if isinstance(v, (bytes, bytearray)) else str(v)
-
-
-def _c_strides(cai) -> tuple[int, ...]:
-    item = np.dtype(cai["typestr"]).itemsize
-    out, acc = [], item
-    for s in reversed(cai["shape"]):
-        out.append(acc)
-        acc *= s
-    return tuple(reversed(out))
 
 
 BACKEND = HipBackend()

@@ -9,15 +9,22 @@ from __future__ import annotations
 
 from cubepy.errors import ArgumentValueError, CubeTypeError
 from cubepy.ir.nodes import ATOMIC_OPS, OPCODES, Kernel, walk
+from cubepy.runtime.backend import Backend
 from cubepy.runtime.properties import DeviceProperties
-
-from .executor import Launch
 
 __all__ = ["BACKEND", "InterpBackend", "Launch"]
 
 
-class InterpBackend:
+def __getattr__(name: str):
+    if name == "Launch":           # the executor loads with the first launch, not with the module
+        from .executor import Launch
+        return Launch
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class InterpBackend(Backend):
     name = "interp"
+    preference = 90            # the reference semantics, slow: only when nothing else loads
 
     def probe(self, plane_dim=32, races=False, checks_per_cube=False, guards_per_cube=False,
               **_) -> DeviceProperties:
@@ -56,6 +63,8 @@ class InterpBackend:
 
     def launch(self, executable, kernel: Kernel, cube_count, cube_dim, args, properties, options) -> None:
         plane_dim = kernel.plane_dim or properties.plane_dim
+        from .executor import Launch
+
         Launch(kernel, cube_count, cube_dim, list(args), plane_dim, bool((options or {}).get("races"))).run()
 
     def synchronize(self, properties=None) -> None:

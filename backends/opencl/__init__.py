@@ -18,6 +18,9 @@ place: the runtime describes them as `DeviceArray`s of platform "opencl".
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,15 +31,18 @@ from cubepy.errors import (
     ArgumentValueError,
     BackendUnavailableError,
     CubeTypeError,
+    OutOfBoundsError,
     ToolchainError,
 )
 from cubepy.ir.nodes import Buffer, Kernel
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
+from cubepy.runtime.device_host import DeviceBackend
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
-from cubepy.runtime.residency import note_download, note_upload
 
 from ..cstyle import OPENCL, OPENCL_SUBGROUP_OPS, Dialect, Rendered, empty_record, oob_error, render
+
+_STREAM: ContextVar[Any] = ContextVar("cubepy_opencl_queue", default=None)     # use_stream's queue
 
 
 def _cl():
@@ -133,14 +139,14 @@ def _cl_array_facts(a) -> tuple:
     return (a.dtype, a.ndim, a.flags.c_contiguous)
 
 
-class OpenCLBackend:
+class OpenCLBackend(DeviceBackend):
     name = "opencl"
+    preference = 20
     device_array_platforms = frozenset({"opencl"})
     takes_streams = True
 
     def __init__(self):
         self._states: dict[DeviceProperties, _DeviceState] = {}
-        self._pending: list[Executable] = []
         self._user_queues: list = []      # queues given as stream=, finished at synchronize()
 
     # --- devices ------------------------------------------------------------------------
@@ -256,68 +262,67 @@ class OpenCLBackend:
 
     # --- launch -------------------------------------------------------------------------
 
-    def launch(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, args: list,
-               properties: DeviceProperties, options: dict) -> None:
-        cl = _cl()
-        state = executable.state
-        ctx, queue = state.context, self._queue(cl, state, options.get("stream"), kernel)
-        params = kernel.params
-        values, copy_back = [], []
-        buffers: dict[int, Any] = {}
+    def launch_scope(self, executable: Executable, properties: DeviceProperties, options: dict):
+        stream = options.get("stream")
+        return nullcontext() if stream is None else self.use_stream(stream, properties, executable.rendered.name)
+
+    def enqueue(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, bound: list,
+                properties: DeviceProperties) -> None:
+        values = []
         for slot in executable.rendered.args:
             if slot.kind == "buffer":
-                arr = args[slot.param]
-                buf_param = params[slot.param]
-                if isinstance(arr, np.ndarray):
-                    host = arr if arr.dtype != np.bool_ else arr.view(np.uint8)
-                    flags = cl.mem_flags.READ_WRITE if buf_param.mutable else cl.mem_flags.READ_ONLY
-                    if host.nbytes == 0:
-                        dev = cl.Buffer(ctx, flags, size=16)
-                    else:
-                        note_upload(kernel.name, buf_param.name, arr)
-                        dev = cl.Buffer(ctx, flags | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
-                        if buf_param.mutable:
-                            copy_back.append((host, dev))
-                elif isinstance(arr, DeviceArray):  # a pyopencl array: used in place
-                    dev = arr.owner.base_data
-                else:
-                    raise ArgumentValueError(f"argument '{buf_param.name}' is a {type(arr).__name__}, which "
-                                             "the OpenCL device cannot use", kernel.name)
-                buffers[slot.param] = arr
-                values.append(dev)
+                values.append(bound[slot.param].buffer)
             elif slot.kind == "shape":
-                values.append(np.int32(_shape_of(args[slot.param], params[slot.param])[slot.dim]))
+                values.append(np.int32(_shape_of(bound[slot.param], kernel.params[slot.param])[slot.dim]))
             elif slot.kind == "scalar":
-                values.append(np.dtype(slot.numpy).type(args[slot.param]))
+                values.append(np.dtype(slot.numpy).type(bound[slot.param]))
             else:
                 values.append(executable.error_buffer)
         executable.kernel.set_args(*values)
         gsize = tuple(int(c) * int(d) for c, d in zip(cube_count, cube_dim))
-        cl.enqueue_nd_range_kernel(queue, executable.kernel, gsize, tuple(int(d) for d in cube_dim))
-        for host, dev in copy_back:
-            cl.enqueue_copy(queue, host, dev, is_blocking=False)
-            note_download(kernel.name, host)
-        if executable.error_buffer is not None and executable not in self._pending:
-            self._pending.append(executable)
-        if copy_back:          # the host needs the results now: the queue drains anyway
-            queue.finish()
-            for other in self._user_queues if queue is state.queue else (state.queue, *self._user_queues):
-                other.finish()     # records may be written from other queues too
-            self._check_errors(kernel)
+        cl = _cl()
+        cl.enqueue_nd_range_kernel(self._current_queue(executable.state), executable.kernel, gsize,
+                                   tuple(int(d) for d in cube_dim))
 
-    def _queue(self, cl, state: _DeviceState, stream, kernel: Kernel):
-        """The device's own queue, or the ``stream=`` queue, which must be of the device's context."""
-        if stream is None:
-            return state.queue
+    def _current_queue(self, state: _DeviceState):
+        return _STREAM.get() or state.queue
+
+    # --- memory -------------------------------------------------------------------------------
+
+    def alloc(self, nbytes: int, properties: DeviceProperties):
+        cl = _cl()
+        return cl.Buffer(self._state(properties).context, cl.mem_flags.READ_WRITE, size=nbytes)
+
+    def copy_in(self, buffer, host: np.ndarray, properties: DeviceProperties) -> None:
+        _cl().enqueue_copy(self._current_queue(self._state(properties)), buffer, host, is_blocking=False)
+
+    def copy_out(self, host: np.ndarray, buffer, properties: DeviceProperties) -> None:
+        _cl().enqueue_copy(self._current_queue(self._state(properties)), host, buffer, is_blocking=False)
+
+    def device_buffer(self, array: DeviceArray, properties: DeviceProperties):
+        return array.owner.base_data         # a pyopencl array, used in place
+
+    def _queue(self, cl, state: _DeviceState, stream, kernel_name: str | None):
+        """The ``stream=`` queue, which must be of the device's context."""
         if not isinstance(stream, cl.CommandQueue):
             raise ArgumentTypeError(f"stream= takes a pyopencl.CommandQueue on OpenCL, got {type(stream).__name__}",
-                                    kernel.name)
+                                    kernel_name)
         if stream.context != state.context:
             raise ArgumentValueError("stream= is a queue of another OpenCL context; make it with the device's "
-                                     "(cb.device('opencl').backend.queue(dev.properties).context)", kernel.name)
+                                     "(cb.device('opencl').backend.queue(dev.properties).context)", kernel_name)
         if all(q is not stream for q in self._user_queues):
             self._user_queues.append(stream)
         return stream
+
+    @contextmanager
+    def use_stream(self, stream, properties: DeviceProperties, kernel_name: str | None = None) -> Iterator[None]:
+        """A context in which launches and copies go on the pyopencl queue ``stream``."""
+        self._queue(_cl(), self._state(properties), stream, kernel_name)       # refuse a queue it cannot take
+        token = _STREAM.set(stream)
+        try:
+            yield
+        finally:
+            _STREAM.reset(token)
 
     def to_device(self, array: np.ndarray, properties: DeviceProperties):
         """A pyopencl array copy of ``array`` on this device (for cb.preload)."""
@@ -329,29 +334,29 @@ class OpenCLBackend:
         return data.get(self._state(properties).queue, ary=out)
 
     def event(self, properties: DeviceProperties) -> OpenCLEvent:
-        return OpenCLEvent(_cl(), self._state(properties).queue)
+        return OpenCLEvent(_cl(), self._current_queue(self._state(properties)))
 
-    def synchronize(self, properties: DeviceProperties | None = None) -> None:
+    def finish(self, properties: DeviceProperties | None) -> None:
         for queue in self._user_queues:
             queue.finish()
-        self._user_queues.clear()
         for state in self._states.values():
             state.queue.finish()
-        self._check_errors(None)
 
-    def _check_errors(self, kernel: Kernel | None) -> None:
+    def synchronize(self, properties: DeviceProperties | None = None) -> None:
+        super().synchronize(properties)
+        self._user_queues.clear()
+
+    def has_error_record(self, executable: Executable) -> bool:
+        return executable.error_buffer is not None
+
+    def read_record(self, executable: Executable) -> OutOfBoundsError | None:
         cl = _cl()
-        pending, self._pending = self._pending, []
-        first = None
-        for exe in pending:
-            record = empty_record()
-            cl.enqueue_copy(exe.state.queue, record, exe.error_buffer, is_blocking=True)
-            if record[0]:
-                cl.enqueue_copy(exe.state.queue, exe.error_buffer, empty_record(), is_blocking=True)
-                err = oob_error(record, exe.rendered.sites, exe.rendered.name)
-                first = first or err
-        if first is not None:
-            raise first
+        record = empty_record()
+        cl.enqueue_copy(executable.state.queue, record, executable.error_buffer, is_blocking=True)
+        if not record[0]:
+            return None
+        cl.enqueue_copy(executable.state.queue, executable.error_buffer, empty_record(), is_blocking=True)
+        return oob_error(record, executable.rendered.sites, executable.rendered.name)
 
 
 def _barriers_hoisted(kernel: Kernel, dialect: Dialect) -> Kernel:

@@ -1,50 +1,179 @@
-"""The contract every backend implements (what a backend must and may provide).
+"""The contract every backend implements: subclass `Backend`, override each *must*.
 
-A backend is a module in ``cubepy.backends`` exposing ``BACKEND``, an object with:
+A backend is found through the registry (`cubepy.runtime.registry`): an entry point in the
+``cubepy.backends`` group naming a module whose ``BACKEND`` is an instance of a `Backend`
+subclass (the built-ins are registered the same way, in cubepy's ``pyproject.toml``). Nothing
+outside the backend reads its name to decide anything: what differs between backends is what
+they declare here. Every registered backend passes ``tests/backends/test_contract.py``.
 
 must:
-- ``name: str``
-- ``probe(**options) -> DeviceProperties``: the device's real properties; raise
-  BackendUnavailableError (one clear line) if the vendor library or driver is missing.
-- ``compile(kernel: ir.Kernel, properties) -> object``: a compiled executable for one
-  specialization (the runtime caches it in memory by specialization key).
-- ``launch(executable, kernel, cube_count, cube_dim, args, properties, options) -> None``:
-  ``args`` follow ``kernel.params``: for a global Buffer a host NumPy array (C-contiguous; a Line
-  buffer of width w arrives with a trailing axis of w), for a ScalarParam a NumPy scalar.
-  A checked kernel that indexed out of bounds raises OutOfBoundsError (asynchronous backends:
-  at the next synchronize).
-may:
-- ``device_array_platforms: frozenset[str]``: the platforms of `DeviceArray` arguments it uses in
-  place (e.g. ``{"cuda"}``); the runtime refuses device arrays of other platforms (default: none).
-  Such arguments arrive as `cubepy.runtime.device_arrays.DeviceArray` (pointer, shape, dtype).
-  A backend may `register_device_array` its own array type for a fast, vendor-aware describer.
-- ``synchronize(properties)``: wait for queued work and raise deferred errors (default: nothing).
-- ``source(kernel, properties, form) -> str``: generated code, for ``kernel.source``.
-- ``direct_launcher(executable, kernel, properties, cube_count, cube_dim, options)
-  -> DirectLauncher | None``: an entry for warm launches whose array arguments are all device
-  arrays with a raw reader (see `DirectLauncher`); None where the backend cannot offer one.
+- `name`; `probe` (the device's real properties, or BackendUnavailableError in one line);
+  `compile` (an executable for one specialization; the runtime caches it per specialization);
+  `launch` (run it; a checked kernel that indexed out of bounds raises OutOfBoundsError, an
+  asynchronous backend at the next `synchronize`).
+
+may (the defaults describe a backend whose launches run to completion on host memory):
+- declarations: `preference`, `host_memory`, `takes_streams`, `device_array_platforms`,
+  `disk_cached`, `source_forms`;
+- devices: `device_count`, `device_index`;
+- work: `synchronize`, `event`, `use_stream`, `source`, `direct_launcher`, `xla_ffi_handler`;
+- memory (for `cb.preload`, `cb.from_dlpack`, `Resident.to_host`): `to_device`, `to_host`,
+  `from_dlpack`.
+
+A backend module must be cheap to import (the registry imports every one to order them): its
+vendor library, compilers and code generator load in ``probe`` or ``compile``.
+
+Backends with device memory of their own build on `cubepy.runtime.device_host.DeviceBackend`,
+which writes the argument walk, the transfers and the transfer ledger, and the error records once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar
 
+import numpy as np
+
+from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.nodes import Kernel
+from .events import Event, HostEvent
 from .properties import DeviceProperties
 
+MUST = ("probe", "compile", "launch")
 
-class Backend(Protocol):
-    name: str
 
-    def probe(self, **options: Any) -> DeviceProperties: ...
+class Backend:
+    """Base class of every backend. Override the *must* methods; the *may* members have defaults."""
 
-    def compile(self, kernel: Kernel, properties: DeviceProperties) -> Any: ...
+    # --- must ---------------------------------------------------------------------------------
+
+    name: ClassVar[str] = ""
+    """The registry name: ``cb.device(name)``."""
+
+    def probe(self, **options: Any) -> DeviceProperties:
+        """The device's real properties for these options (``index``, ``plane_dim``, ...); raise
+        BackendUnavailableError (one clear line) if the vendor library or driver is missing, and
+        ArgumentValueError for an option value the device cannot take."""
+        raise NotImplementedError
+
+    def compile(self, kernel: Kernel, properties: DeviceProperties) -> Any:
+        """A compiled executable of one specialization (`kernel` is the IR after the pipeline)."""
+        raise NotImplementedError
 
     def launch(self, executable: Any, kernel: Kernel, cube_count: tuple[int, int, int],
-               cube_dim: tuple[int, int, int], args: list, properties: DeviceProperties,
-               options: dict) -> None: ...
+               cube_dim: tuple[int, int, int], args: list, properties: DeviceProperties, options: dict) -> None:
+        """Run ``executable``. ``args`` follow ``kernel.params``: for a global Buffer a host NumPy
+        array (C-contiguous; a Line buffer of width w with a trailing axis of w) or a `DeviceArray`
+        of one of `device_array_platforms`, for a ScalarParam a NumPy scalar. ``options`` holds
+        ``stream`` where the launch names one (only if `takes_streams`)."""
+        raise NotImplementedError
+
+    # --- may: what the backend is ---------------------------------------------------------------
+
+    preference: ClassVar[int] = 50
+    """Order in `cb.devices()` and for the default device: lower first (GPUs before the CPU)."""
+
+    host_memory: ClassVar[bool] = True
+    """Kernels work on host memory: `cb.preload` keeps a NumPy copy and launches read NumPy arrays
+    in place. False for a backend with device memory of its own."""
+
+    takes_streams: ClassVar[bool] = False
+    """Launches accept ``stream=`` and `use_stream` works."""
+
+    device_array_platforms: ClassVar[frozenset[str]] = frozenset()
+    """Platforms of `DeviceArray` arguments used in place (e.g. ``{"cuda"}``); device arrays of
+    other platforms are refused. A backend may `register_device_array` its own array type."""
+
+    disk_cached: ClassVar[bool] = False
+    """Compiled code goes to the disk cache (`cubepy.runtime.disk_cache`), so a compile in another
+    process (the autotuner's workers) is a disk load here."""
+
+    source_forms: ClassVar[tuple[str, ...]] = ("source",)
+    """The forms `source` takes, besides "ir"."""
+
+    # --- may: devices -----------------------------------------------------------------------------
+
+    def device_count(self) -> int:
+        """How many devices of this backend the process sees (``name:1`` is the second)."""
+        return 1
+
+    def device_index(self, properties: DeviceProperties) -> int | None:
+        """Which device of its platform this is; device arrays of another index are refused."""
+        return None
+
+    def accepts_platform(self, platform: str) -> bool:
+        """Whether memory of ``platform`` (a DLPack or framework device: "cuda", ...) is this
+        backend's device memory: `cubepy.torch`, `cubepy.jax` and `cb.from_dlpack` launch on the
+        first such backend."""
+        return platform in self.device_array_platforms
+
+    # --- may: work --------------------------------------------------------------------------------
+
+    def synchronize(self, properties: DeviceProperties | None) -> None:
+        """Wait for queued work and raise the errors it recorded."""
+
+    def event(self, properties: DeviceProperties) -> Event:
+        """An event on the device's clock; the default reads the host clock after `synchronize`."""
+        return HostEvent(lambda: self.synchronize(properties))
+
+    def use_stream(self, stream: Any, properties: DeviceProperties) -> AbstractContextManager:
+        """A context in which launches (the warm path too) go on ``stream``."""
+        raise ArgumentValueError(f"device '{self.name}' runs each launch to completion and takes no stream")
+
+    def source(self, kernel: Kernel, executable: Any, properties: DeviceProperties, form: str) -> str | None:
+        """The generated code in ``form`` (one of `source_forms`); None: the IR is the source."""
+        return None
+
+    def direct_launcher(self, executable: Any, kernel: Kernel, properties: DeviceProperties,
+                        cube_count: tuple, cube_dim: tuple, options: dict) -> DirectLauncher | None:
+        """An entry for warm launches whose arrays are all device arrays with a raw reader (see
+        `DirectLauncher`); None where the backend offers none."""
+        return None
+
+    def xla_ffi_handler(self, executable: Any, kernel: Kernel, properties: DeviceProperties, cube_count: tuple,
+                        cube_dim: tuple, sources: dict, ranks: dict, zeroed: list) -> Any:
+        """A native XLA FFI handler for `cubepy.jax`, or None (the Python handler is used)."""
+        return None
+
+    # --- may: memory ------------------------------------------------------------------------------
+
+    def to_device(self, array: np.ndarray, properties: DeviceProperties) -> Any:
+        """A copy of C-contiguous ``array`` in this device's memory (for `cb.preload`)."""
+        return array.copy()
+
+    def to_host(self, data: Any, out: np.ndarray | None, properties: DeviceProperties) -> np.ndarray:
+        """``data`` (from `to_device` or `from_dlpack`) as a NumPy array, written into ``out`` if given."""
+        if out is None:
+            return np.array(data)
+        np.copyto(out, data)
+        return out
+
+    def from_dlpack(self, obj: Any, properties: DeviceProperties) -> Any:
+        """This backend's array on the memory of a DLPack producer (for `cb.from_dlpack`)."""
+        raise ArgumentTypeError(f"cb.from_dlpack: device '{self.name}' cannot adopt memory of another library")
+
+
+def contract_violations(backend: Any, name: str) -> list[str]:
+    """What keeps ``backend`` (registered as ``name``) from meeting the contract; empty if nothing."""
+    if not isinstance(backend, Backend):
+        return [f"BACKEND is a {type(backend).__name__}, not an instance of cubepy.runtime.backend.Backend"]
+    problems = []
+    if backend.name != name:
+        problems.append(f"its name is {backend.name!r}, but it is registered as {name!r}")
+    for member in MUST:
+        if getattr(type(backend), member) is getattr(Backend, member):
+            problems.append(f"it does not override the required method '{member}'")
+    if not isinstance(backend.device_array_platforms, frozenset):
+        problems.append("device_array_platforms is not a frozenset")
+    if not backend.source_forms or "ir" in backend.source_forms:
+        problems.append(f"source_forms must name its own forms, not 'ir': {backend.source_forms!r}")
+    if not backend.host_memory and type(backend).to_device is Backend.to_device:
+        problems.append("a backend with device memory must override to_device and to_host")
+    if backend.takes_streams and type(backend).use_stream is Backend.use_stream:
+        problems.append("takes_streams is set but use_stream is not overridden")
+    return problems
 
 
 @dataclass(frozen=True)

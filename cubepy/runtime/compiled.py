@@ -76,7 +76,7 @@ class CompiledKernel:
     @property
     def forms(self) -> tuple[str, ...]:
         """The forms `source` accepts on this device (always "ir" and "source")."""
-        return ("ir", *getattr(self.device.backend, "source_forms", ("source",)))
+        return ("ir", *self.device.backend.source_forms)
 
     def source(self, form: str = "source") -> str:
         """The generated code: "source" (CUDA/OpenCL/HIP C or LLVM IR), "ir", or a backend's own
@@ -84,10 +84,9 @@ class CompiledKernel:
         if form not in self.forms:
             raise ArgumentValueError(f"device '{self.device.name}' has the source forms {self.forms}, not {form!r}",
                                      self.kernel_name)
-        render = getattr(self.device.backend, "source", None)
-        if form == "ir" or render is None:
-            return self.ir
-        return render(self.ir_module, self.executable, self.device.properties, form)
+        text = None if form == "ir" else self.device.backend.source(self.ir_module, self.executable,
+                                                                    self.device.properties, form)
+        return self.ir if text is None else text
 
     @property
     def prints(self) -> bool:
@@ -165,10 +164,9 @@ class CompiledKernel:
         """A warm path on ``stream`` (made current where the backend can) and inside a
         ``cb.profile()`` (between two events); False, having launched nothing, where it cannot."""
         if stream is not None:
-            use = getattr(self.device.backend, "use_stream", None)
-            if use is None:
+            if not self.device.backend.takes_streams:
                 return False
-            with use(stream, self.device.properties):
+            with self.device.backend.use_stream(stream, self.device.properties):
                 return self.run_warm(warm, args, None)
         if not PROFILES:
             return warm(args)
@@ -218,7 +216,7 @@ class CompiledKernel:
     def _launch(self, count: tuple, args: tuple, kwargs: dict, stream: Any) -> None:
         if SKIPPING and skipped():
             return
-        if stream is not None and not getattr(self.device.backend, "takes_streams", False):
+        if stream is not None and not self.device.backend.takes_streams:
             raise ArgumentValueError(f"stream={stream!r}: device '{self.device.name}' runs each launch to "
                                      "completion and takes no stream", self.kernel_name)
         if kwargs:

@@ -94,7 +94,7 @@ def _dlpack_platform(value) -> str | None:
 
 _DESCRIBERS: dict[type, Callable[[Any], DeviceArray]] = {}
 QUICK_FACTS: dict[type, Callable[[Any], tuple]] = {}
-RAW_READERS: dict[type, tuple[str, Callable[[Any], tuple]]] = {}
+RAW_READERS: dict[type, tuple[str | None, Callable[..., tuple | None]]] = {}
 HOST_VIEWS: dict[type, Callable[[Any, bool], np.ndarray]] = {}
 
 
@@ -115,16 +115,18 @@ def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
 
     ``raw(a)`` returns ``(dtype, shape, pointer, c_contiguous, readonly, device id or None)`` without building a
     `DeviceArray`, or None for an instance not on ``platform`` (e.g. "cuda"): launches through a
-    backend's direct launcher read arguments with it.
+    backend's direct launcher read arguments with it. A type whose instances live on several
+    platforms (`DeviceArray`, `Resident`) gives ``platform=None`` and ``raw(a, platforms)``, which
+    returns None for an instance on none of ``platforms`` (those the launching backend takes).
     """
     _DESCRIBERS[cls] = describe
     if quick_facts is None and raw is not None:
+        if platform is None:
+            raise ValueError("a raw reader of several platforms needs quick_facts")
         quick_facts = partial(_facts_from_raw, raw)
     if quick_facts is not None:
         QUICK_FACTS[cls] = quick_facts
     if raw is not None:
-        if platform is None:
-            raise ValueError("a raw reader needs the platform its arrays live on")
         RAW_READERS[cls] = (platform, raw)
     if host is not None:
         HOST_VIEWS[cls] = host
@@ -146,13 +148,16 @@ def register_device_array_module(module: str, register: Callable[[Any], None]) -
     _MODULE_HOOKS[module] = register
 
 
-def _raw_device_array(d: DeviceArray) -> tuple | None:
-    return (d.dtype, d.shape, d.ptr, True, d.readonly, d.device_id) if d.platform == "cuda" else None
+def _raw_device_array(d: DeviceArray, platforms: frozenset[str]) -> tuple | None:
+    # a DeviceArray's pointer is an address only where the platform's arrays are read raw
+    if d.platform not in platforms or d.ptr is None:
+        return None
+    return (d.dtype, d.shape, d.ptr, True, d.readonly, d.device_id)
 
 
 # A DeviceArray itself is an argument too (adapters that hold raw pointers pass one).
 register_device_array(DeviceArray, lambda d: d, lambda d: (d.dtype, len(d.shape), d.platform, d.readonly),
-                      raw=_raw_device_array, platform="cuda")
+                      raw=_raw_device_array)
 
 
 def _register_torch(torch) -> None:

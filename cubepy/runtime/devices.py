@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
@@ -11,14 +10,12 @@ from typing import Any
 
 from .. import settings
 from ..errors import ArgumentValueError, BackendUnavailableError
-from .events import Event, HostEvent
+from .backend import Backend
+from .events import Event
 from .profiling import ACTIVE as PROFILES
 from .profiling import record
 from .properties import DeviceProperties
-
-# Preference order for the default device: GPUs first, the CPU (always there) next, and the
-# interpreter (the reference semantics, slow) only when nothing else loads.
-BACKEND_ORDER = ("cuda", "hip", "opencl", "wgpu", "cpu", "interp")
+from .registry import backend_for_platform, backend_names, load_backend
 
 
 @dataclass(eq=False)
@@ -36,7 +33,7 @@ class Device:
     backend_name: str
     options: dict = field(default_factory=dict)
     properties: DeviceProperties | None = None
-    backend: Any = None
+    backend: Backend | None = None
     reason: str | None = None
 
     @property
@@ -51,14 +48,13 @@ class Device:
     @property
     def index(self) -> int | None:
         """Which device of its platform this is (the GPU's index), where the backend says."""
-        find = getattr(self.backend, "device_index", None) if self.available else None
-        return None if find is None else find(self.properties)
+        return self.backend.device_index(self.properties) if self.available else None
 
     @property
     def host_memory(self) -> bool:
         """Whether kernels of this device work on host memory (``cpu``, ``interp``): its arrays are
         NumPy arrays, and ``cb.preload`` keeps a host copy."""
-        return self.available and getattr(self.backend, "to_device", None) is None
+        return self.available and self.backend.host_memory
 
     def key(self) -> tuple:
         return (self.backend_name, tuple(sorted(self.options.items())), self.properties)
@@ -75,9 +71,7 @@ class Device:
         self._wait()
 
     def _wait(self) -> None:
-        sync = getattr(self.backend, "synchronize", None)
-        if sync is not None:
-            sync(self.properties)
+        self.backend.synchronize(self.properties)
 
     def stream(self, stream: Any) -> AbstractContextManager:
         """``with dev.stream(s):`` launches on this device go on stream ``s`` (the warm path
@@ -86,16 +80,14 @@ class Device:
         self.require()
         if stream is None:
             return nullcontext()
-        use = getattr(self.backend, "use_stream", None)
-        if use is None:
+        if not self.backend.takes_streams:
             raise ArgumentValueError(f"device '{self.name}' runs each launch to completion and takes no stream")
-        return use(stream, self.properties)
+        return self.backend.use_stream(stream, self.properties)
 
     def event(self) -> Event:
         """An event for timing work on this device (see `cubepy.runtime.events`)."""
         self.require()
-        make = getattr(self.backend, "event", None)
-        return make(self.properties) if make is not None else HostEvent(self._wait)
+        return self.backend.event(self.properties)
 
     def __repr__(self) -> str:
         if not self.available:
@@ -108,17 +100,10 @@ _current: Device | None = None
 _scoped: ContextVar[Device | None] = ContextVar("cubepy_device", default=None)
 
 
-def _load_backend(name: str):
-    try:
-        module = importlib.import_module(f"cubepy.backends.{name}")
-    except ModuleNotFoundError as e:
-        raise BackendUnavailableError(f"backend '{name}' is not installed ({e})") from None
-    return module.BACKEND
-
-
 def device(name: str | None = None, **options: Any) -> Device:
-    """The device of backend ``name`` (``"interp"``, ``"cpu"``, ``"cuda"``, ``"opencl"``, ``"hip"``)
-    with backend options such as ``plane_dim``. With no name: the default device.
+    """The device of backend ``name`` (one of `cb.backend_names()`: ``"cpu"``, ``"cuda"``, ...;
+    ``"cuda:1"`` is the second GPU) with backend options such as ``plane_dim``. With no name: the
+    default device.
 
     Raises BackendUnavailableError (one clear line) when that backend cannot run here.
     """
@@ -132,8 +117,8 @@ def device(name: str | None = None, **options: Any) -> Device:
     key = (name, tuple(sorted((k, type(v).__name__, v) for k, v in options.items())))
     cached = _devices.get(key)
     if cached is None:
-        if name not in BACKEND_ORDER:
-            raise ArgumentValueError(f"unknown device '{name}'; choose one of {', '.join(BACKEND_ORDER)}")
+        if name not in backend_names():
+            raise ArgumentValueError(f"unknown device '{name}'; choose one of {', '.join(backend_names())}")
         cached = _probe(name, options)
         _devices[key] = cached
     cached.require()
@@ -142,7 +127,7 @@ def device(name: str | None = None, **options: Any) -> Device:
 
 def _probe(name: str, options: dict) -> Device:
     try:
-        backend = _load_backend(name)
+        backend = load_backend(name)
         props = backend.probe(**options)
         return Device(name, dict(options), props, backend)
     except BackendUnavailableError as e:
@@ -167,14 +152,13 @@ def devices() -> DeviceList:
     unavailable backends appear once, with a one-line reason. ``print(cb.devices())`` shows one
     per line; ``cubepy devices`` prints a table."""
     out = DeviceList()
-    for name in BACKEND_ORDER:
+    for name in backend_names():
         key = (name, ())
         if key not in _devices:
             _devices[key] = _probe(name, {})
         first = _devices[key]
         out.append(first)
-        count = getattr(first.backend, "device_count", None) if first.available else None
-        for index in range(1, count() if count is not None else 1):
+        for index in range(1, first.backend.device_count() if first.available else 1):
             out.append(device(name, index=index))
     return out
 
@@ -220,12 +204,36 @@ def current_device() -> Device:
     return _current
 
 
+def platform_device(platform: str, index: int | None = None) -> Device:
+    """The device whose memory ``platform`` names (a DLPack or framework device type: "cuda"), of
+    the first backend taking it (`Backend.accepts_platform`); ``index`` picks the GPU."""
+    name = backend_for_platform(platform)
+    if name is None:
+        raise BackendUnavailableError(f"no installed cubepy backend runs on {platform} memory")
+    return device(name) if index is None else device(name, index=index)
+
+
+def host_device() -> Device:
+    """The default device if it works on host memory, else the first available one that does
+    (the CPU backend): where kernels on NumPy data and CPU tensors run inside frameworks."""
+    dev = current_device()
+    if dev.host_memory:
+        return dev
+    for name in backend_names():
+        key = (name, ())
+        if key not in _devices:
+            _devices[key] = _probe(name, {})
+        if _devices[key].host_memory:
+            return _devices[key]
+    raise BackendUnavailableError("no device working on host memory is available")
+
+
 def _best_device() -> Device:
     """The first GPU in preference order, else the first device working on host memory (the CPU
     backend); backends are probed one by one and only until one qualifies, so a process that
     launches on CUDA never starts the OpenCL or HIP drivers."""
     seen = []
-    for name in BACKEND_ORDER:
+    for name in backend_names():
         key = (name, ())
         if key not in _devices:
             _devices[key] = _probe(name, {})

@@ -36,7 +36,7 @@ def _classes(args) -> tuple:
 
 
 def _check_device_arrays(kernel_name: str, dev: Device, names, values) -> None:
-    accepted = getattr(dev.backend, "device_array_platforms", frozenset())
+    accepted = dev.backend.device_array_platforms
     for name, value in zip(names, values):
         if isinstance(value, DeviceArray):
             check_device_array(kernel_name, name, value, dev, accepted)
@@ -45,7 +45,7 @@ def _check_device_arrays(kernel_name: str, dev: Device, names, values) -> None:
 def check_device_array(kernel_name: str, name: str, value: DeviceArray, dev: Device, accepted=None) -> None:
     """Refuse a device array this device cannot read: another platform's, or another GPU's."""
     if accepted is None:
-        accepted = getattr(dev.backend, "device_array_platforms", frozenset())
+        accepted = dev.backend.device_array_platforms
     if value.platform not in accepted:
         raise ArgumentTypeError(f"parameter '{name}' is an array in {value.platform} device memory, which "
                                 f"device '{dev.name}' cannot read; launch on a {value.platform} device or "
@@ -224,7 +224,7 @@ class KernelFunction:
         if SKIPPING and skipped():
             return None, None
         dev = self._device(device)
-        if stream is not None and not getattr(dev.backend, "takes_streams", False):
+        if stream is not None and not dev.backend.takes_streams:
             raise ArgumentValueError(f"stream={stream!r}: device '{dev.name}' runs each launch to completion "
                                      "and takes no stream", self.__name__)
         count_t = topology(count, "CubeCount", self.__name__)

@@ -26,11 +26,12 @@ import numpy as np
 from ..errors import ArgumentTypeError, caller_loc
 from ..log import logger
 from .device_arrays import RAW_READERS, DeviceArray, describer, register_device_array
-from .devices import Device, current_device
+from .devices import Device, current_device, host_device
 from .devices import device as get_device
 from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES
 from .profiling import record
+from .registry import backend_for_platform
 
 
 class TransferWarning(UserWarning):
@@ -145,16 +146,18 @@ def from_dlpack(obj: Any, device: Device | str | None = None) -> Resident:
         data = np.from_dlpack(obj)
         return Resident(dev, data, data.flags.writeable, data.shape, data.dtype)
     platform = dlpack.PLATFORMS.get(kind)
-    if platform is None:
-        raise ArgumentTypeError(f"cb.from_dlpack: memory on DLPack device type {kind} has no cubepy device")
-    dev = get_device(platform, index=index) if device is None else get_device(device) if isinstance(device, str) \
+    name = None if platform is None else backend_for_platform(platform)
+    if device is None and name is None:
+        raise ArgumentTypeError(f"cb.from_dlpack: memory on DLPack device type {kind} ({platform or 'unknown'}) "
+                                "has no cubepy backend")
+    dev = get_device(name, index=index) if device is None else get_device(device) if isinstance(device, str) \
         else device
     dev.require()
-    adopt = getattr(dev.backend, "from_dlpack", None)
-    if adopt is None:
-        raise ArgumentTypeError(f"cb.from_dlpack: device '{dev.name}' cannot adopt {platform} memory")
+    if platform is None or not dev.backend.accepts_platform(platform):
+        raise ArgumentTypeError(f"cb.from_dlpack: device '{dev.name}' cannot adopt memory of DLPack device type "
+                                f"{kind} ({platform or 'unknown'})")
     readonly = dlpack.read_capsule(dlpack.capsule_of(obj, platform)).readonly     # the backend's array may not say
-    data = adopt(obj, dev.properties)
+    data = dev.backend.from_dlpack(obj, dev.properties)
     return Resident(dev, data, not readonly, tuple(data.shape), np.dtype(data.dtype))
 
 
@@ -162,9 +165,7 @@ def _device_for_host(device) -> Device:
     if device is not None:
         dev = get_device(device) if isinstance(device, str) else device
     else:
-        dev = current_device()
-        if not dev.host_memory:
-            dev = get_device("cpu")
+        dev = host_device()
     dev.require()
     return dev
 
@@ -186,9 +187,8 @@ def _preload(array, device, mutable: bool) -> Resident:
     if np.ndim(array) == 0:
         raise ArgumentTypeError(f"cb.preload takes an array, got {type(array).__name__} {array!r}")
     host = np.ascontiguousarray(array)
-    to_device = getattr(dev.backend, "to_device", None)
-    data = host.copy() if to_device is None else to_device(host, dev.properties)
-    if to_device is not None and PROFILES:
+    data = dev.backend.to_device(host, dev.properties)
+    if not dev.host_memory and PROFILES:
         record("cb.preload", h2d_count=1, h2d_bytes=host.nbytes)
     return Resident(dev, data, mutable, host.shape, host.dtype)
 
@@ -206,17 +206,22 @@ def _quick_facts(r: Resident) -> tuple:
     return (r.dtype, len(r.shape), r.mutable, r.data.__class__)
 
 
-def _raw(r: Resident) -> tuple | None:
+def _raw(r: Resident, platforms: frozenset[str]) -> tuple | None:
     entry = RAW_READERS.get(r.data.__class__)
-    if entry is None or entry[0] != "cuda":
+    if entry is None:
         return None
-    found = entry[1](r.data)
+    if entry[0] is None:
+        found = entry[1](r.data, platforms)
+    elif entry[0] in platforms:
+        found = entry[1](r.data)
+    else:
+        return None
     if found is None or r.mutable:
         return found
     return (*found[:4], True, found[5])
 
 
-register_device_array(Resident, _describe, _quick_facts, raw=_raw, platform="cuda")
+register_device_array(Resident, _describe, _quick_facts, raw=_raw)
 register_entry_point(Resident, "to_host")
 
 

@@ -56,14 +56,13 @@ def empty_warm_path(compiled: CompiledKernel) -> WarmPath:
 def direct_warm_path(compiled: CompiledKernel, count: tuple, dim: tuple) -> WarmPath | None:
     """The generated warm path of ``compiled`` at this launch shape, or None when an argument's kind
     or the backend rules it out."""
-    make = getattr(compiled.device.backend, "direct_launcher", None)
-    if make is None:
-        return None
-    writer = _Writer(compiled.device.backend, compiled.parameters, compiled.classes, compiled.device.index)
-    if not writer.arguments():
-        return None
-    launcher = make(compiled.executable, compiled.ir_module, compiled.device.properties, count, dim, compiled.options)
+    backend = compiled.device.backend
+    launcher = backend.direct_launcher(compiled.executable, compiled.ir_module, compiled.device.properties, count,
+                                       dim, compiled.options)
     if launcher is None:
+        return None
+    writer = _Writer(backend, compiled.parameters, compiled.classes, compiled.device.index)
+    if not writer.arguments():
         return None
     exprs = [writer.slot(compiled.order[slot[1]], slot) for slot in launcher.slots]
     if None in exprs:
@@ -76,7 +75,7 @@ class _Writer:
     """Writes the source of one direct warm path: ``warm(args) -> bool``."""
 
     def __init__(self, backend, specs: tuple, classes: tuple, device_index: int | None):
-        self.platforms = getattr(backend, "device_array_platforms", frozenset())
+        self.platforms = backend.device_array_platforms
         self.specs, self.classes, self.device_index = specs, classes, device_index
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {}
@@ -117,7 +116,7 @@ class _Writer:
 
     def _array(self, i: int, spec, cls, inner) -> bool:
         entry = RAW_READERS.get(inner)
-        if entry is None or entry[0] not in self.platforms:
+        if entry is None or (entry[0] is not None and entry[0] not in self.platforms):
             return False
         a = f"a{i}"
         if cls is LinesArg:
@@ -129,7 +128,8 @@ class _Writer:
         else:
             self._fail_if(f"{a}.__class__ is not {self.constant(inner, 'K')}")
         dtype = self.constant(np.dtype(spec.dtype.numpy_name), "D")
-        self.line(f"t{i} = {self.constant(entry[1], 'R')}({a})")
+        extra = "" if entry[0] is not None else f", {self.constant(self.platforms, 'P')}"
+        self.line(f"t{i} = {self.constant(entry[1], 'R')}({a}{extra})")
         self._fail_if(f"t{i} is None")
         self.line(f"d{i}, s{i}, p{i}, c{i}, r{i}, g{i} = t{i}")
         fails = [f"d{i} is not {dtype} and d{i} != {dtype}", f"not c{i}", f"len(s{i}) != {spec.ndim}"]

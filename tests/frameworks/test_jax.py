@@ -177,7 +177,7 @@ def test_small_cpu_launches_run_natively_and_large_ones_through_the_threaded_lau
         assert calls                                     # 1563 cubes: the Python handler's threaded launch
 
 
-class _IRBackend:
+class _IRBackend(cb.runtime.backend.Backend):
     """A backend that only traces: it takes CUDA device arrays, so a scalar argument in device
     memory specializes as it does on cuda (scalar_ref)."""
 

@@ -177,8 +177,11 @@ def test_a_read_only_versioned_capsule_cannot_be_written():
         copy.launch(1, 4, np.zeros(4, np.float32), fake, device="interp")
 
 
-def test_producers_from_before_dlpack_1_give_unversioned_capsules():
+def test_producers_from_before_dlpack_1_give_unversioned_capsules(monkeypatch):
+    from cubepy.runtime import dlpack
     from cubepy.runtime.device_arrays import from_dlpack
+
+    monkeypatch.delitem(dlpack.CURRENT_STREAM, "cuda", raising=False)     # as without CuPy: no stream to pass
 
     fake = FakeDLPackCuda(1 << 20, (8, 2), versioned=False)
     assert from_dlpack(fake).shape == (8, 2) and fake.asked == [(None, None)]

@@ -14,7 +14,7 @@ from cubepy import Array, Comptime, Mut, f32
 
 def test_devices_lists_every_backend_with_properties_or_a_one_line_reason():
     listed = cb.devices()
-    assert [d.backend_name for d in listed] == ["cuda", "hip", "opencl", "cpu", "interp"]
+    assert [d.backend_name for d in listed if d.index in (None, 0)] == list(cb.backend_names())
     for d in listed:
         if d.available:
             p = d.properties

@@ -29,7 +29,7 @@ from cubepy.backends.cuda.packing import (
 
 import cubepy as cb
 from cubepy import Array, Comptime, Mut, f16, f32, f64, i8, i64, u16
-from cubepy.runtime.backend import DirectLauncher
+from cubepy.runtime.backend import Backend, DirectLauncher
 from cubepy.runtime.device_arrays import DeviceArray, register_device_array
 from cubepy.runtime.devices import Device
 from cubepy.runtime.properties import DeviceProperties
@@ -59,8 +59,9 @@ def decode(rendered, params_address: int) -> tuple:
     return tuple(out)
 
 
-class RecordingBackend:
+class RecordingBackend(Backend):
     name = "recording"
+    host_memory = False
     device_array_platforms = frozenset({"fake"})
 
     def __init__(self):
