@@ -6,31 +6,27 @@ subgroups are planes for the kernel's cube shape (runs of consecutive units, pro
 else through workgroup memory between barriers (`subgroups`), which must then be reached by
 every unit of the cube.
 
-Arguments: NumPy arrays are copied to storage buffers for each launch (``Mut`` ones back, into the
-same array, when the launch is done). WGSL has no 8- or 16-bit integers and no host-shareable
-bool: such arrays travel as 32-bit words, widened and narrowed on the host. ``cb.preload`` keeps
-an array in a storage buffer (`WgpuArray`). ``dev.event()`` uses timestamp queries where the
-adapter has them, else the host clock.
+The host side is `cubepy.runtime.device_host.DeviceBackend`'s: NumPy arguments are copied to
+storage buffers for each launch (``Mut`` ones back, into the same array), ``cb.preload`` keeps
+an array in one. WGSL has no 8- or 16-bit integers and no host-shareable bool: such arrays are
+held as 32-bit words, widened on the way in and narrowed on the way out (`_Storage`).
+``dev.event()`` uses timestamp queries where the adapter has them, else the host clock.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cubepy.errors import ArgumentValueError, BackendUnavailableError, ToolchainError
+from cubepy.errors import ArgumentValueError, BackendUnavailableError, OutOfBoundsError, ToolchainError
 from cubepy.ir.nodes import Buffer, Kernel
-from cubepy.runtime.device_arrays import DeviceArray, register_device_array
-from cubepy.runtime.events import HostEvent
+from cubepy.runtime.device_host import DeviceBackend
 from cubepy.runtime.properties import DeviceProperties
-from cubepy.runtime.residency import note_download, note_upload
 
 from ..cstyle import empty_record, oob_error
 from .checks import check_types
-from .dialect import STORAGE_NUMPY
 from .events import TimestampEvent
 from .subgroups import barriers_hoisted, subgroup_size, subgroups_are_planes, uses_planes
 from .wgsl import WgslRendered, render
@@ -78,43 +74,30 @@ class Executable:
     error_buffer: Any = None
 
 
-class WgpuArray:
-    """An array in a storage buffer of a WebGPU device (what ``cb.preload`` gives there). Its
-    elements are held as ``storage`` (32-bit words for bool and 8- and 16-bit integers)."""
-
-    _serials = itertools.count(1)
-
-    def __init__(self, buffer, shape: tuple, dtype: np.dtype, storage: np.dtype, state: _DeviceState):
-        self.buffer, self.shape, self.dtype, self.storage, self.state = buffer, shape, dtype, storage, state
-        self.serial = next(self._serials)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape))
-
-    def copy(self) -> WgpuArray:
-        device = self.state.device
-        usage = self.buffer.usage
-        twin = device.create_buffer(size=self.buffer.size, usage=usage)
-        encoder = device.create_command_encoder()
-        encoder.copy_buffer_to_buffer(self.buffer, 0, twin, 0, self.buffer.size)
-        device.queue.submit([encoder.finish()])
-        return WgpuArray(twin, self.shape, self.dtype, self.storage, self.state)
+# what a storage buffer holds per host element, where WGSL has no such type (bool arrives as bytes)
+_WIDE = {np.dtype(np.int8): np.dtype(np.int32), np.dtype(np.int16): np.dtype(np.int32),
+         np.dtype(np.uint8): np.dtype(np.uint32), np.dtype(np.uint16): np.dtype(np.uint32)}
 
 
-def _describe_wgpu_array(a: WgpuArray) -> DeviceArray:
-    # no pointers in WebGPU: distinct buffers never overlap, so a serial per buffer orders them
-    return DeviceArray(a, a.serial << 40, tuple(a.shape), a.dtype, False, "wgpu")
+def _wide(dtype: np.dtype) -> np.dtype:
+    return _WIDE.get(dtype, dtype)
 
 
-def _wgpu_array_facts(a: WgpuArray) -> tuple:
-    return (a.dtype, len(a.shape), True)
+class _Storage:
+    """A storage buffer, made when its data arrives (`WgpuBackend.copy_in`): only then is it known
+    whether it holds 32-bit words for 8- and 16-bit elements."""
 
+    __slots__ = ("state", "nbytes", "gpu")
 
-def _storage_dtype(dtype: np.dtype) -> np.dtype:
-    from cubepy.ir.types import dtype_from_numpy
+    def __init__(self, state: _DeviceState, nbytes: int):
+        self.state, self.nbytes, self.gpu = state, nbytes, None
 
-    return np.dtype(STORAGE_NUMPY.get(dtype_from_numpy(dtype).name, dtype.name))
+    def buffer(self):
+        if self.gpu is None:                # never written (an empty array): zeros, room for words
+            usage = self.state.wgpu.BufferUsage
+            self.gpu = self.state.device.create_buffer(size=max(16, 4 * -(-self.nbytes // 4)),
+                                                       usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+        return self.gpu
 
 
 def _words(host: np.ndarray, storage: np.dtype) -> np.ndarray:
@@ -126,36 +109,18 @@ def _words(host: np.ndarray, storage: np.dtype) -> np.ndarray:
     return data
 
 
-def _upload(state: _DeviceState, host: np.ndarray, storage: np.dtype, what: str, kernel: str | None = None):
-    """A storage buffer holding ``host``; one larger than the adapter binds is refused by name."""
-    data = _words(host, storage)
-    most = state.adapter.limits["max-storage-buffer-binding-size"]
-    if data.nbytes > most:
-        raise ArgumentValueError(f"{what} takes {data.nbytes} bytes on the WebGPU device, more than the {most} "
-                                 "the adapter binds in one storage buffer; split the array", kernel)
-    usage = state.wgpu.BufferUsage
-    return state.device.create_buffer_with_data(data=data, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
-
-
-def _from_words(raw, storage: np.dtype, shape: tuple, dtype: np.dtype) -> np.ndarray:
-    n = int(np.prod(shape))
-    values = np.frombuffer(raw, storage, count=n).reshape(shape)
-    return values != 0 if dtype == np.bool_ else values.astype(dtype, copy=False)
-
-
-class WgpuBackend:
+class WgpuBackend(DeviceBackend):
     name = "wgpu"
+    preference = 30            # after the vendors' GPU backends, before the CPU
     device_array_platforms = frozenset({"wgpu"})
 
     def __init__(self):
         self._states: dict[DeviceProperties, _DeviceState] = {}
-        self._pending: list[Executable] = []
 
     # --- devices ------------------------------------------------------------------------
 
     def probe(self, index: int = 0, plane_dim: int | None = None, **_) -> DeviceProperties:
         wgpu = _wgpu()
-        register_device_array(WgpuArray, _describe_wgpu_array, _wgpu_array_facts)
         try:
             adapters = wgpu.gpu.enumerate_adapters_sync()
         except Exception as e:
@@ -265,8 +230,8 @@ class WgpuBackend:
 
     # --- launch -------------------------------------------------------------------------
 
-    def launch(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, args: list,
-               properties: DeviceProperties, options: dict) -> None:
+    def enqueue(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, bound: list,
+                properties: DeviceProperties) -> None:
         state, rendered = executable.state, executable.rendered
         device = state.device
         most = properties.max_cube_count[0]
@@ -274,29 +239,17 @@ class WgpuBackend:
             raise ArgumentValueError(f"cube count {tuple(cube_count)} is more than the WebGPU adapter's {most} "
                                      "cubes per axis; spread the cubes over more axes", kernel.name)
         params = kernel.params
-        entries, copy_back = [], []
+        entries = []
         for slot in rendered.buffers:
-            arr, param = args[slot.param], params[slot.param]
-            if isinstance(arr, np.ndarray):
-                storage = np.dtype(slot.numpy)
-                if arr.size:
-                    note_upload(kernel.name, param.name, arr)
-                buffer = _upload(state, arr, storage, f"argument '{param.name}'", kernel.name)
-                if param.mutable and arr.size:
-                    copy_back.append((arr, buffer, storage))
-            elif isinstance(arr, DeviceArray) and isinstance(arr.owner, WgpuArray):
-                buffer = arr.owner.buffer
-            else:
-                raise ArgumentValueError(f"argument '{param.name}' is a {type(arr).__name__}, which the WebGPU "
-                                         "device cannot use", kernel.name)
+            buffer = bound[slot.param].buffer.buffer()
             entries.append({"binding": slot.binding, "resource": {"buffer": buffer, "offset": 0, "size": buffer.size}})
         if rendered.args_size:
             packed = np.zeros(rendered.args_size, np.uint8)
             for f in rendered.fields:
-                value = _shape_of(args[f.param], params[f.param])[f.dim] if f.kind == "shape" else args[f.param]
-                raw = np.array(value).astype(f.numpy).tobytes()
-                packed[f.offset:f.offset + len(raw)] = np.frombuffer(raw, np.uint8)
-            device.queue.write_buffer(executable.args_buffer, 0, packed)
+                value = _shape_of(bound[f.param], params[f.param])[f.dim] if f.kind == "shape" else bound[f.param]
+                raw = np.frombuffer(np.array(value).astype(f.numpy).tobytes(), np.uint8)
+                packed[f.offset:f.offset + len(raw)] = raw
+            device.queue.write_buffer(executable.args_buffer, 0, packed)      # in order with the dispatches
             entries.append({"binding": rendered.args_binding, "resource": {"buffer": executable.args_buffer,
                                                                            "offset": 0, "size": rendered.args_size}})
         if executable.error_buffer is not None:
@@ -310,53 +263,47 @@ class WgpuBackend:
         compute.dispatch_workgroups(*(int(c) for c in cube_count))
         compute.end()
         device.queue.submit([encoder.finish()])
-        for arr, buffer, storage in copy_back:
-            np.copyto(arr, _from_words(device.queue.read_buffer(buffer), storage, arr.shape, arr.dtype),
-                      casting="unsafe")
-            note_download(kernel.name, arr)
-        if executable.error_buffer is not None and executable not in self._pending:
-            self._pending.append(executable)
-        if copy_back:          # the host waited for the results: read the error records now
-            self._check_errors()
 
-    # --- residency, events, synchronization ------------------------------------------------
+    def finish(self, properties: DeviceProperties | None) -> None:
+        for state in self._states.values():
+            state.wait()
 
-    def to_device(self, array: np.ndarray, properties: DeviceProperties) -> WgpuArray:
-        """A storage-buffer copy of ``array`` on this device (for cb.preload)."""
-        state = self._state(properties)
-        storage = _storage_dtype(array.dtype)
-        buffer = _upload(state, array, storage, "cb.preload's array")
-        return WgpuArray(buffer, tuple(array.shape), array.dtype, storage, state)
+    def has_error_record(self, executable: Executable) -> bool:
+        return executable.error_buffer is not None
 
-    def to_host(self, data: WgpuArray, out: np.ndarray | None, properties: DeviceProperties) -> np.ndarray:
-        values = _from_words(data.state.device.queue.read_buffer(data.buffer), data.storage, data.shape, data.dtype)
-        if out is None:
-            return values.copy() if values.base is not None else values
-        np.copyto(out, values)
-        return out
+    def read_record(self, executable: Executable) -> OutOfBoundsError | None:
+        queue = executable.state.device.queue
+        record = np.frombuffer(queue.read_buffer(executable.error_buffer), np.int32).copy()
+        if not record[0]:
+            return None
+        queue.write_buffer(executable.error_buffer, 0, empty_record())
+        return oob_error(record, executable.rendered.sites, executable.rendered.name)
 
     def event(self, properties: DeviceProperties):
         state = self._state(properties)
         if "timestamp-query" in state.features:
             return TimestampEvent(state.wgpu, state.device)
-        return HostEvent(lambda: self.synchronize(properties))
+        return super().event(properties)
 
-    def synchronize(self, properties: DeviceProperties | None = None) -> None:
-        for state in self._states.values():
-            state.wait()
-        self._check_errors()
+    # --- memory: storage buffers ----------------------------------------------------------------
 
-    def _check_errors(self) -> None:
-        pending, self._pending = self._pending, []
-        first = None
-        for exe in pending:
-            queue = exe.state.device.queue
-            record = np.frombuffer(queue.read_buffer(exe.error_buffer), np.int32).copy()
-            if record[0]:
-                queue.write_buffer(exe.error_buffer, 0, empty_record())
-                first = first or oob_error(record, exe.rendered.sites, exe.rendered.name)
-        if first is not None:
-            raise first
+    def alloc(self, nbytes: int, properties: DeviceProperties) -> _Storage:
+        return _Storage(self._state(properties), nbytes)
+
+    def copy_in(self, buffer: _Storage, host: np.ndarray, properties: DeviceProperties) -> None:
+        data = _words(host, _wide(host.dtype))
+        most = buffer.state.adapter.limits["max-storage-buffer-binding-size"]
+        if data.nbytes > most:
+            raise ArgumentValueError(f"an array of {host.size} {host.dtype} takes {data.nbytes} bytes on the WebGPU "
+                                     f"device, more than the {most} the adapter binds in one storage buffer; split it")
+        usage = buffer.state.wgpu.BufferUsage
+        buffer.gpu = buffer.state.device.create_buffer_with_data(
+            data=data, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+
+    def copy_out(self, host: np.ndarray, buffer: _Storage, properties: DeviceProperties) -> None:
+        raw = buffer.state.device.queue.read_buffer(buffer.buffer())      # waits for the work before
+        values = np.frombuffer(raw, _wide(host.dtype), count=host.size).reshape(host.shape)
+        np.copyto(host, values, casting="unsafe")
 
 
 def _shape_of(arr, buf: Buffer) -> tuple[int, ...]:
@@ -366,4 +313,4 @@ def _shape_of(arr, buf: Buffer) -> tuple[int, ...]:
 
 BACKEND = WgpuBackend()
 
-__all__ = ["BACKEND", "Executable", "WgpuArray", "WgpuBackend"]
+__all__ = ["BACKEND", "Executable", "WgpuBackend"]
