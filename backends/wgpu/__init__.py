@@ -16,7 +16,7 @@ held as 32-bit words, widened on the way in and narrowed on the way out (`_Stora
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,11 +25,12 @@ from cubepy.ir.nodes import Buffer, Kernel
 from cubepy.runtime.device_host import DeviceBackend
 from cubepy.runtime.properties import DeviceProperties
 
-from ..cstyle import empty_record, oob_error
 from .checks import check_types
 from .events import TimestampEvent
 from .subgroups import barriers_hoisted, subgroup_size, subgroups_are_planes, uses_planes
-from .wgsl import WgslRendered, render
+
+if TYPE_CHECKING:       # the renderer is imported at the first compile: the registry imports every backend
+    from .wgsl import WgslRendered
 
 _FEATURES = ("shader-f16", "shader-f64", "shader-int64", "shader-int64-atomic-all-ops", "subgroup", "timestamp-query")
 _LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-size", "max-buffer-size",
@@ -187,6 +188,8 @@ class WgpuBackend(DeviceBackend):
                 or not subgroups_are_planes(state, kernel.cube_dim, kernel.plane_dim))
         if emulate:
             kernel = barriers_hoisted(kernel)
+        from .wgsl import render
+
         return render(kernel, atomics64=atomics64, emulate=emulate)
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
@@ -221,6 +224,8 @@ class WgpuBackend(DeviceBackend):
         if rendered.args_size:
             exe.args_buffer = device.create_buffer(size=rendered.args_size, usage=usage.STORAGE | usage.COPY_DST)
         if rendered.error_binding is not None:
+            from ..cstyle import empty_record
+
             exe.error_buffer = device.create_buffer_with_data(
                 data=empty_record(), usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
         return exe
@@ -272,6 +277,8 @@ class WgpuBackend(DeviceBackend):
         return executable.error_buffer is not None
 
     def read_record(self, executable: Executable) -> OutOfBoundsError | None:
+        from ..cstyle import empty_record, oob_error
+
         queue = executable.state.device.queue
         record = np.frombuffer(queue.read_buffer(executable.error_buffer), np.int32).copy()
         if not record[0]:
