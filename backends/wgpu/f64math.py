@@ -1,7 +1,8 @@
 """f64 exp, log, sin, cos, tanh, erf and pow in WGSL: GLSL.std.450 (what naga's SPIR-V calls) has
 these for 16- and 32-bit floats only. Classic argument reductions (Cody-Waite with split constants)
 and series to a few ulp, so f64 results agree with NumPy to 1e-12 (a mixin of `wgsl.WgslRenderer`).
-Trigonometric reduction is exact for |x| up to about 1e5; beyond it the error grows."""
+Trigonometric reduction is exact for |x| up to about 1e5; beyond it the error grows, and past 1e9
+the result is only some value in [-1, 1] (no Payne-Hanek reduction)."""
 
 from __future__ import annotations
 
@@ -81,8 +82,10 @@ class F64Math:
         name = "cb_sincos_f64"
         if name not in self.helpers:
             self._helper(name, (
-                f"fn {name}(x: f64, which: i32) -> f64 {{\n"
-                f"  if ({self._is_nan('x')} || abs(x) == {_INF}) {{ return {_NAN}; }}\n"
+                f"fn {name}(x_in: f64, which: i32) -> f64 {{\n"
+                f"  if ({self._is_nan('x_in')} || abs(x_in) == {_INF}) {{ return {_NAN}; }}\n"
+                f"  var x = x_in;\n"
+                f"  if (abs(x) > 1e9lf) {{ x = 6.283185307179586lf * fract(x * 0.15915494309189535lf); }}\n"
                 f"  let k = floor(x * 0.6366197723675814lf + 0.5lf);\n"
                 f"  let r = ((x - k * 1.57079632673412561417e+00lf) - k * 6.07710050630396597660e-11lf)"
                 f" - k * 2.02226624871116645580e-21lf;\n"
