@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cubepy.errors import ArgumentValueError, out_of_bounds
+from cubepy.ir import pipeline
 from cubepy.ir.nodes import Kernel
 from cubepy.runtime.backend import Backend
 from cubepy.runtime.properties import DeviceProperties
@@ -52,14 +53,6 @@ SERIAL_UNITS = 1 << 15
 GANG_VECTORS = 4
 
 
-def _levels(kernel: Kernel) -> dict:
-    from cubepy.ir.uniformity import analyze_uniformity
-    try:
-        return analyze_uniformity(kernel)
-    except Exception:  # every branch then runs masked, which is always correct
-        return {}
-
-
 class Executable:
     """One compiled specialization and its launch plan."""
 
@@ -85,7 +78,6 @@ class Executable:
         self.has_oob = bool(layout.oob_sites)
         self.units = math.prod(kernel.cube_dim)
         self._tls = threading.local()
-        self._optimized: str | None = None
 
     def workspace(self) -> int:
         """This thread's workspace (64-byte aligned), kept between launches."""
@@ -160,7 +152,8 @@ class CpuBackend(Backend):
 
         host = jit.init()
         plane_dim = kernel.plane_dim or properties.plane_dim
-        gen = Codegen(kernel, plane_dim, _levels(kernel), vf=GANG_VECTORS * jit.simd_f32_lanes())
+        levels = pipeline.analysis(kernel, "uniformity")      # stored by the compile pipeline
+        gen = Codegen(kernel, plane_dim, levels, vf=GANG_VECTORS * jit.simd_f32_lanes())
         return gen.generate(host["triple"], host["datalayout"])
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:

@@ -11,8 +11,7 @@ from cubepy.ir.nodes import (
     Var,
     walk,
 )
-
-from .common import PURE, UNIT_BUILTINS
+from cubepy.ir.opcodes import PURE, UNIT_BUILTINS
 
 
 class AnalysisMixin:

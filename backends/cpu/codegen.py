@@ -167,13 +167,7 @@ class Codegen(AnalysisMixin, CubeMixin, PlaneMixin, UnitMixin, MemoryMixin, OobM
     def _range_function(self) -> str:
         self.fn = fn = Fn()
         params = ", ".join(f"{t} {a} {n}".replace("  ", " ") for t, n, a in self._range_params())
-        cvar = fn.alloca("i64", 8)
-        fn.emit(f"store i64 %first, ptr {cvar}")
-        head, body, done = fn.label("cube_head"), fn.label("cube_body"), fn.label("cube_done")
-        fn.block(head)
-        c = fn.op(f"load i64, ptr {cvar}")
-        fn.cbr(fn.op(f"icmp slt i64 {c}, %last"), body, done)
-        fn.block(body)
+        cvar, c, (head, _, done) = fn.loop_begin(("cube_head", "cube_body", "cube_done"), "%last", "i64", "%first")
         self.cube_lin = c
         ccx, ccy = fn.op("zext i32 %ccx to i64"), fn.op("zext i32 %ccy to i64")
         rest = fn.op(f"udiv i64 {c}, {ccx}")
@@ -194,9 +188,7 @@ class Codegen(AnalysisMixin, CubeMixin, PlaneMixin, UnitMixin, MemoryMixin, OobM
             if op.result is not None and op.result.id in self.invariant:
                 self.inv[op.result.id] = self._pure_or_leaf(op)
         self._cube_block(self.k.body)
-        fn.emit(f"store i64 {fn.op(f'add i64 {c}, 1')}, ptr {cvar}")
-        fn.br(head)
-        fn.block(done)
+        fn.loop_end(cvar, c, head, done, ty="i64")
         fn.emit("ret void")
         fn.terminated = True
         return f"define internal void @{self.name}_range({params}) #0 {{\n{fn.body()}\n}}"

@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass, field
 
 from cubepy.errors import CompileError
-from cubepy.ir.nodes import BINARY, COMPARE, UNARY
 
 MAX_OOB_DIMS = 8
 ERR_WORDS = 4 + 2 * MAX_OOB_DIMS          # flag, site, unit, cube, indices[8], extents[8]
@@ -18,9 +17,6 @@ def _code(depth: int, kind: int) -> int:
     kind 0 break, 1 continue, 2 skipped (else side of a masked if), 3 done (then side)."""
     return 2 + 4 * depth + kind
 
-
-PURE = set(UNARY) | set(BINARY) | set(COMPARE) | {"fma", "select", "cast", "broadcast", "extract", "insert"}
-UNIT_BUILTINS = {"unit_pos_x", "unit_pos_y", "unit_pos_z", "unit_pos_plane"}
 
 
 class CpuCompileError(CompileError, NotImplementedError):

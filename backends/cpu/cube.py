@@ -41,13 +41,7 @@ class CubeMixin:
     def _unit_loop(self, body, all_units: bool = False, records: bool = False) -> None:
         """for u in range(U): (if status[u] == 0:) body() -- body may branch to self.unit_end."""
         fn = self.fn
-        uvar = fn.alloca("i32", 4)
-        fn.emit(f"store i32 0, ptr {uvar}")
-        head, work, latch, done = (fn.label(x) for x in ("u_head", "u_work", "u_latch", "u_done"))
-        fn.block(head)
-        u = fn.op(f"load i32, ptr {uvar}")
-        fn.cbr(fn.op(f"icmp slt i32 {u}, {self.U}"), work, done)
-        fn.block(work)
+        uvar, u, (head, _, latch, done) = fn.loop_begin(("u_head", "u_work", "u_latch", "u_done"), self.U)
         saved = self.u, self.regs, getattr(self, "unit_end", None)
         self.u, self.regs, self.unit_end = u, {}, latch
         if records:
@@ -60,9 +54,7 @@ class CubeMixin:
         fn.block(latch)
         if records:
             self._oob_unit_end(u)
-        fn.emit(f"store i32 {fn.op(f'add i32 {u}, 1')}, ptr {uvar}")
-        fn.br(head)
-        fn.block(done)
+        fn.loop_end(uvar, u, head, done)
         self.u, self.regs, self.unit_end = saved
 
     def _status_ptr(self, u: str) -> str:
@@ -123,21 +115,14 @@ class CubeMixin:
             return r, None
         idx = fn.alloca("i32", 4)
         fn.emit(f"store i32 {self.U}, ptr {idx}")
-        uvar = fn.alloca("i32", 4)
-        fn.emit(f"store i32 0, ptr {uvar}")
-        head, work, found, latch, done = (fn.label(x) for x in ("f_head", "f_work", "f_found", "f_latch", "f_done"))
-        fn.block(head)
-        u = fn.op(f"load i32, ptr {uvar}")
-        fn.cbr(fn.op(f"icmp slt i32 {u}, {self.U}"), work, done)
-        fn.block(work)
+        uvar, u, (head, _, found, latch, done) = fn.loop_begin(("f_head", "f_work", "f_found", "f_latch", "f_done"),
+                                                                self.U)
         fn.cbr(fn.op(f"icmp eq i32 {self._status(u)}, 0"), found, latch)
         fn.block(found)
         fn.emit(f"store i32 {u}, ptr {idx}")
         fn.br(done)
         fn.block(latch)
-        fn.emit(f"store i32 {fn.op(f'add i32 {u}, 1')}, ptr {uvar}")
-        fn.br(head)
-        fn.block(done)
+        fn.loop_end(uvar, u, head, done)
         first = fn.op(f"load i32, ptr {idx}")
         has = fn.op(f"icmp slt i32 {first}, {self.U}")
         safe = fn.op(f"select i1 {has}, i32 {first}, i32 0")

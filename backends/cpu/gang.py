@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 
 from cubepy.ir.nodes import Block, Const, Op, Var, walk
+from cubepy.ir.opcodes import LINE_OPS, PURE
 
-from .common import PURE, RET, CpuCompileError
+from .common import RET, CpuCompileError
 from .llvmtext import const, ltype, mangle
 
-_LINE_OPS = ("broadcast", "extract", "insert")
 # how many loop iterations ahead a gang prefetches a grid-stride load (see _gprefetch)
 PREFETCH_AHEAD = 16
 
@@ -40,7 +40,7 @@ class GangMixin:
 
         def ok(op: Op, depth: int) -> bool:
             nonlocal has_loop
-            if op.opcode == "atomic" or op.opcode in _LINE_OPS:
+            if op.opcode == "atomic" or op.opcode in LINE_OPS:
                 return False
             if op.opcode in ("break", "continue") and depth == 0:
                 return False
@@ -219,13 +219,7 @@ class GangMixin:
     def _gang_region(self, ops: list[Op]) -> None:
         fn, VF = self.fn, self.VF
         self._oob_region_begin(ops, lanes=VF)
-        gvar = fn.alloca("i32", 4)
-        fn.emit(f"store i32 0, ptr {gvar}")
-        head, work, latch, done = (fn.label(x) for x in ("g_head", "g_work", "g_latch", "g_done"))
-        fn.block(head)
-        g = fn.op(f"load i32, ptr {gvar}")
-        fn.cbr(fn.op(f"icmp slt i32 {g}, {self.U}"), work, done)
-        fn.block(work)
+        gvar, g, (head, _, latch, done) = fn.loop_begin(("g_head", "g_work", "g_latch", "g_done"), self.U)
         saved = self.u, self.regs
         self.gang, self.u, self.regs = True, g, {}
         self.gvar_alloca = getattr(self, "gvar_alloca", {})
@@ -264,9 +258,7 @@ class GangMixin:
             fn.emit(f"store {vt} {fn.op(f'load {vt}, ptr {local}')}, ptr {p}, align {al}")
         self.gslot_local = {}
         self._oob_unit_end(g)
-        fn.emit(f"store i32 {fn.op(f'add i32 {g}, {VF}')}, ptr {gvar}")
-        fn.br(head)
-        fn.block(done)
+        fn.loop_end(gvar, g, head, done, VF)
         self.gang = False
         self.u, self.regs = saved
         self._oob_region_end()

@@ -114,6 +114,27 @@ class Fn:
         self.allocas.append(f"  {t} = alloca {ty}, align {align}")
         return t
 
+    def loop_begin(self, labels: tuple[str, ...], stop: str, ty: str = "i32", start: str = "0",
+                   done: str | None = None) -> tuple[str, str, list[str]]:
+        """Open a counted loop ``for (i = start; i < stop; i += step)`` (signed) with a counter in
+        memory: makes the labels named by ``labels`` (the head, the body, then any the caller
+        branches to; the last one is the exit unless ``done`` is given), tests, and enters the
+        body. Returns (counter, i, labels); `loop_end` closes the loop."""
+        counter = self.alloca(ty, 8 if ty == "i64" else 4)
+        self.emit(f"store {ty} {start}, ptr {counter}")
+        made = [self.label(x) for x in labels]
+        self.block(made[0])
+        i = self.op(f"load {ty}, ptr {counter}")
+        self.cbr(self.op(f"icmp slt {ty} {i}, {stop}"), made[1], done or made[-1])
+        self.block(made[1])
+        return counter, i, made
+
+    def loop_end(self, counter: str, i: str, head: str, done: str, step=1, ty: str = "i32") -> None:
+        """Close a loop of `loop_begin`: ``i += step``, back to ``head``, go on at ``done``."""
+        self.emit(f"store {ty} {self.op(f'add {ty} {i}, {step}')}, ptr {counter}")
+        self.br(head)
+        self.block(done)
+
     def body(self) -> str:
         if not self.terminated:
             self.emit("ret void")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from cubepy.ir.nodes import (
-    Op,
-)
+from cubepy.ir.nodes import Op
+from cubepy.ir.opcodes import PLANE_COMBINE, PLANE_REDUCE, PLANE_SCANS, PLANE_SOURCE_LANE, PLANE_VOTES, plane_identity
 from cubepy.ir.types import Type
 
 from .llvmtext import const, ltype
@@ -18,13 +17,7 @@ class PlaneMixin:
         code, P, U = op.opcode, self.P, self.U
         t = op.result.type
         x = op.args[0] if op.args else None
-        pvar = fn.alloca("i32", 4)
-        fn.emit(f"store i32 0, ptr {pvar}")
-        head, body, done = fn.label("p_head"), fn.label("p_body"), fn.label("p_done")
-        fn.block(head)
-        base = fn.op(f"load i32, ptr {pvar}")
-        fn.cbr(fn.op(f"icmp slt i32 {base}, {U}"), body, done)
-        fn.block(body)
+        pvar, base, (head, _, done) = fn.loop_begin(("p_head", "p_body", "p_done"), U)
         if U % P:
             end = fn.op(f"add i32 {base}, {P}")
             short = fn.op(f"icmp slt i32 {U}, {end}")
@@ -34,21 +27,13 @@ class PlaneMixin:
 
         def lanes(fn_lane):
             """for l in range(n): u = base + l; fn_lane(l, u, valid)"""
-            lv = fn.alloca("i32", 4)
-            fn.emit(f"store i32 0, ptr {lv}")
-            h, w, e = fn.label("l_head"), fn.label("l_work"), fn.label("l_done")
-            fn.block(h)
-            lane = fn.op(f"load i32, ptr {lv}")
-            fn.cbr(fn.op(f"icmp slt i32 {lane}, {n}"), w, e)
-            fn.block(w)
+            lv, lane, (h, _, e) = fn.loop_begin(("l_head", "l_work", "l_done"), n)
             u = fn.op(f"add i32 {base}, {lane}")
             valid = fn.op(f"icmp eq i32 {self._status(u)}, 0") if self.need_status else "true"
             self.u, self.regs = u, {}
             fn_lane(lane, u, valid)
             self.u = None
-            fn.emit(f"store i32 {fn.op(f'add i32 {lane}, 1')}, ptr {lv}")
-            fn.br(h)
-            fn.block(e)
+            fn.loop_end(lv, lane, h, e)
 
         def write_all(value_fn):
             def each(lane, u, valid):
@@ -56,8 +41,7 @@ class PlaneMixin:
             lanes(each)
 
         rty = ltype(t)
-        if code in ("plane_sum", "plane_prod", "plane_min", "plane_max", "plane_all", "plane_any",
-                    "plane_ballot"):
+        if code in PLANE_REDUCE or code in PLANE_VOTES:
             acc = fn.alloca(rty)
             ident = self._identity(code, t)
             fn.emit(f"store {rty} {ident}, ptr {acc}")
@@ -69,21 +53,19 @@ class PlaneMixin:
                     bit = fn.op(f"shl i64 1, {fn.op(f'zext i32 {lane} to i64')}")
                     new = fn.op(f"or i64 {cur}, {fn.op(f'select i1 {xv}, i64 {bit}, i64 0')}")
                 else:
-                    kind = {"plane_sum": "add", "plane_prod": "mul", "plane_min": "min", "plane_max": "max",
-                            "plane_all": "and", "plane_any": "or"}[code]
-                    new = self._binary(kind, cur, xv, t)
+                    new = self._binary(PLANE_COMBINE[code], cur, xv, t)
                 fn.emit(f"store {rty} {fn.op(f'select i1 {valid}, {rty} {new}, {rty} {cur}')}, ptr {acc}")
             lanes(combine)
             total = fn.op(f"load {rty}, ptr {acc}")
             write_all(lambda lane, u, valid: total)
-        elif code in ("plane_inclusive_sum", "plane_exclusive_sum"):
+        elif code in PLANE_SCANS:
             acc = fn.alloca(rty)
             fn.emit(f"store {rty} {const(t, 0)}, ptr {acc}")
 
             def scan(lane, u, valid):
                 xv = fn.op(f"select i1 {valid}, {rty} {self._get(x)}, {rty} {const(t, 0)}")
                 cur = fn.op(f"load {rty}, ptr {acc}")
-                new = self._binary("add", cur, xv, t)
+                new = self._binary(PLANE_COMBINE[code], cur, xv, t)
                 fn.emit(f"store {rty} {new}, ptr {acc}")
                 self._store_slot(op.result, u, new if code == "plane_inclusive_sum" else cur)
             lanes(scan)
@@ -101,11 +83,9 @@ class PlaneMixin:
             def shuffle(lane, u, valid):
                 a = fn.op(f"sext i32 {self._get(op.args[1])} to i64")
                 l64 = fn.op(f"zext i32 {lane} to i64")
-                if code in ("plane_broadcast", "plane_shuffle"):
-                    src = fn.op(f"and i64 {a}, {P - 1}")
-                else:
-                    inst = {"plane_shuffle_xor": "xor", "plane_shuffle_up": "sub", "plane_shuffle_down": "add"}[code]
-                    src = fn.op(f"{inst} i64 {l64}, {a}")
+                inst, left, right = PLANE_SOURCE_LANE[code]
+                operand = {"a": a, "lane": l64, "last": P - 1}
+                src = fn.op(f"{inst} i64 {operand[left]}, {operand[right]}")
                 n64 = n if n == str(P) else fn.op(f"zext i32 {n} to i64")
                 ge0 = fn.op(f"icmp sge i64 {src}, 0")
                 inside = fn.op(f"and i1 {ge0}, {fn.op(f'icmp slt i64 {src}, {n64}')}")
@@ -120,21 +100,7 @@ class PlaneMixin:
                 self.u, self.regs = u, {}
                 self._store_slot(op.result, u, fn.op(f"select i1 {ok}, {rty} {other}, {rty} {mine}"))
             lanes(shuffle)
-        fn.emit(f"store i32 {fn.op(f'add i32 {base}, {P}')}, ptr {pvar}")
-        fn.br(head)
-        fn.block(done)
+        fn.loop_end(pvar, base, head, done, P)
 
     def _identity(self, code: str, t: Type) -> str:
-        d = t.dtype
-        if code in ("plane_sum", "plane_any", "plane_ballot"):
-            return const(t, 0)
-        if code in ("plane_prod", "plane_all"):
-            return const(t, 1)
-        high = code == "plane_min"
-        if d.is_bool:
-            return const(t, high)
-        if d.is_float:
-            return const(t, float("inf") if high else float("-inf"))
-        if d.is_signed:
-            return const(t, (1 << (d.bits - 1)) - 1 if high else -(1 << (d.bits - 1)))
-        return const(t, (1 << d.bits) - 1 if high else 0)
+        return const(t, plane_identity(code, t.dtype))

@@ -8,9 +8,10 @@ from cubepy.ir.nodes import (
     Value,
     Var,
 )
+from cubepy.ir.opcodes import PURE
 from cubepy.ir.types import Type
 
-from .common import PURE, RET, CpuCompileError, _code
+from .common import RET, CpuCompileError, _code
 from .llvmtext import const, ltype
 
 

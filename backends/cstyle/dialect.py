@@ -112,7 +112,6 @@ class Dialect:
     shfl: str = ""                         # {mask} {x} {lane} {width}: read x of lane
     ballot: str = ""                       # {mask} {pred}: a word of bits of the lanes whose pred is true
     shfl_dtypes: frozenset[str] = frozenset()
-    popcount: dict[int, str] = field(default_factory=dict)  # bits -> popcount call
     local_barrier: str = ""                # barrier for the plane emulation ("local" mode)
     # "local" mode: plane ops the device runs natively on its sub-groups, opcode -> (the extension
     # it needs, the call with {x}); the backend keeps those the device has. Shuffles all go through
@@ -189,7 +188,6 @@ CUDA = Dialect(
     shfl="__shfl_sync({mask}, {x}, {lane}, {width})",
     ballot="__ballot_sync({mask}, {pred})",
     shfl_dtypes=frozenset({"i32", "u32", "i64", "u64", "f32", "f64"}),
-    popcount={32: "__popc({x})", 64: "__popcll({x})"},
     shared_static_limit=48 * 1024,
     dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
     no_unroll="#pragma unroll 1",
@@ -269,7 +267,6 @@ OPENCL = Dialect(
     storage={"bool_": "u8"},
     param_storage={"bool_": "u8", "f16": "f32"},
     plane_mode="local",
-    popcount={32: "popcount({x})", 64: "popcount({x})"},
     local_barrier="barrier(CLK_LOCAL_MEM_FENCE);",
     from_double={"f16": "convert_half_rte({x})"},
     type_pragmas={"f64": "#pragma OPENCL EXTENSION cl_khr_fp64 : enable",

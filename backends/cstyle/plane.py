@@ -3,7 +3,8 @@ through shared (local) memory (a mixin of `renderer._Renderer`)."""
 
 from __future__ import annotations
 
-from cubepy.ir.nodes import PLANE_OPS, PLANE_REDUCE, Op
+from cubepy.ir.nodes import Op
+from cubepy.ir.opcodes import PLANE_COMBINE, PLANE_OPS, PLANE_REDUCE, PLANE_SHUFFLES, PLANE_SOURCE_LANE, PLANE_VOTES
 from cubepy.ir.types import DType, Type, f32, i32, u32, u64
 
 
@@ -43,7 +44,7 @@ class PlaneOps:
         lacks them or the type needs the emulation's exact semantics (bool sums count, f16 sums
         round in f16). Narrow integers widen to 32 bits: sums wrap the same way once narrowed back,
         minima and maxima are exact. Sub-group sizes are checked against the plane size at compile."""
-        shuffle = code in _SOURCE_LANE
+        shuffle = code in PLANE_SHUFFLES
         if not on_sub_groups(code, dtype, self.d):
             return None
         native = self.d.subgroup_ops["plane_shuffle" if shuffle else code]
@@ -66,7 +67,7 @@ class PlaneOps:
             read = call.format(x=f"({wide})x", lane="(uint)(ok ? s : lane)")
             body = (f"{fn}{ct} {name}(int a, {ct} x) {{\n"
                     f"  const int lane = (int)get_sub_group_local_id(), n = (int)get_sub_group_size();\n"
-                    f"  const int s = {_SOURCE_LANE[code].format(last=self.P - 1)};\n"
+                    f"  const int s = {_source_lane(code, self.P - 1)};\n"
                     f"  const bool ok = s >= 0 && s < n;\n  const {wide} y = {read};\n"
                     f"  return ok ? {back} : x;\n}}")
         else:
@@ -80,11 +81,9 @@ class PlaneOps:
         d, P, M = self.d, self.P, self.mask_t
         ct = self._c(dtype)
         rt = self._c(u64) if code == "plane_ballot" else "bool" if code in ("plane_all", "plane_any") else ct
-        lane_arg = ", int a" if code in ("plane_broadcast", "plane_shuffle", "plane_shuffle_xor",
-                                         "plane_shuffle_up", "plane_shuffle_down") else ""
-        src = _SOURCE_LANE[code].format(last=P - 1) if code in _SOURCE_LANE else None
-        combine = {"plane_sum": "add", "plane_prod": "mul", "plane_min": "min", "plane_max": "max",
-                   "plane_inclusive_sum": "add", "plane_exclusive_sum": "add"}.get(code)
+        lane_arg = ", int a" if code in PLANE_SHUFFLES else ""
+        src = _source_lane(code, P - 1) if code in PLANE_SHUFFLES else None
+        combine = PLANE_COMBINE.get(code)
         zero = self._lit(0, dtype)
         if d.plane_mode == "shuffle":
             sig = f"{d.device_fn} {rt} {name}({ct} x{lane_arg}, int lane, {M} m)"
@@ -99,7 +98,7 @@ class PlaneOps:
                         f"  for (int l = 1; l < {P}; ++l) {{\n    const {ct} y = {yl};\n"
                         f"    if ((m >> l) & 1) acc = {self._binary(combine, dtype, 'acc', 'y')};\n  }}\n"
                         f"  return acc;")
-            elif code in ("plane_all", "plane_any", "plane_ballot"):
+            elif code in PLANE_VOTES:
                 bal = f"(({M})({d.ballot.format(mask='m', pred='x')}) & m)"
                 body = {"plane_all": f"return {bal} == m;", "plane_any": f"return {bal} != 0;",
                         "plane_ballot": f"return ({rt}){bal};"}[code]
@@ -129,7 +128,7 @@ class PlaneOps:
                 body = (f"{ct} acc = {ld('sh[base]')};\n"
                         f"  for (int l = 1; l < n; ++l) acc = "
                         f"{self._binary(combine, dtype, 'acc', ld('sh[base + l]'))};\n  return acc;")
-            elif code in ("plane_all", "plane_any", "plane_ballot"):
+            elif code in PLANE_VOTES:
                 body = (f"{self._c(u64)} bits = 0;\n"
                         f"  for (int l = 0; l < n; ++l) if (sh[base + l]) bits |= ({self._c(u64)})1 << l;\n"
                         f"  return " + {"plane_all": f"bits == ((n == 64) ? ~({self._c(u64)})0 : "
@@ -150,10 +149,10 @@ class PlaneOps:
 def on_sub_groups(code: str, dtype: DType, dialect) -> bool:
     """Whether the plane op ``code`` on ``dtype`` runs on the dialect's sub-group builtins (else,
     in "local" mode, it is emulated through local memory between two work-group barriers)."""
-    shuffle = code in _SOURCE_LANE
+    shuffle = code in PLANE_SHUFFLES
     if dialect.subgroup_ops.get("plane_shuffle" if shuffle else code) is None:
         return False
-    if dtype.is_bool and code not in ("plane_all", "plane_any", "plane_ballot") and not shuffle:
+    if dtype.is_bool and code not in PLANE_VOTES and not shuffle:
         return False
     return not (dtype.name in ("f16", "bf16") and not shuffle)
 
@@ -168,10 +167,15 @@ def uses_barrier(op: Op, dialect) -> bool:
     return not on_sub_groups(op.opcode, op.args[0].type.dtype, dialect)
 
 
-# The source lane of each shuffle, from this unit's ``lane``, the op's argument ``a`` and the last
-# lane of a plane (``last``), for the hardware, sub-group and local-memory forms alike.
-_SOURCE_LANE = {"plane_broadcast": "a & {last}", "plane_shuffle": "a & {last}", "plane_shuffle_xor": "lane ^ a",
-                "plane_shuffle_up": "lane - a", "plane_shuffle_down": "lane + a"}
+_C_OPERATOR = {"and": "&", "xor": "^", "sub": "-", "add": "+"}
+
+
+def _source_lane(code: str, last: int) -> str:
+    """The C expression of the lane a shuffle reads (`PLANE_SOURCE_LANE`), over the helper's
+    ``lane`` and ``a``, for the hardware, sub-group and local-memory forms alike."""
+    inst, left, right = PLANE_SOURCE_LANE[code]
+    operand = {"a": "a", "lane": "lane", "last": str(last)}
+    return f"{operand[left]} {_C_OPERATOR[inst]} {operand[right]}"
 
 
 def _wide(dtype: DType) -> DType:

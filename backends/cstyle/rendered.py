@@ -44,7 +44,6 @@ class Rendered:
     sites: list[OOBSite]
     units: int
     plane_dim: int
-    static_shared_bytes: int
     dynamic_shared_bytes: int
     alignments: dict[int, int] = field(default_factory=dict)   # param index -> byte alignment needed
     subgroups: bool = False            # plane ops on the device's sub-group builtins (OpenCL)

@@ -169,7 +169,7 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow):
         parts.extend(self.helpers.values())
         parts.append(sig + " {\n" + "\n".join(self.body) + "\n}")
         source = "\n\n".join(p for p in parts if p) + "\n"
-        return Rendered(self.entry, source, slots, self.sites, self.units, self.P, 0 if dynamic else static_shared,
+        return Rendered(self.entry, source, slots, self.sites, self.units, self.P,
                         offset if dynamic else 0, alignments, "cl_khr_subgroups" in self.needs)
 
 

@@ -48,7 +48,6 @@ class ArgPacker:
         self._count = len(codes)
         self._on_new_thread = on_new_thread
         self._local = threading.local()
-        self.variable_count = len(variable)
 
     def buffer(self) -> tuple:
         """This thread's ``(buffer, pointer array address, ...)``, made on its first use."""

@@ -342,7 +342,8 @@ class Launch:
     def _plane(self, op: Op, mask):
         x = per_unit(self.value(op.args[0]), self.N, op.args[0].type) if op.args else None
         arg = self.value(op.args[1]) if len(op.args) > 1 else None
-        return fit(self.planes.apply(op.opcode, mask, x, arg), op.result.type)
+        dtype = op.args[0].type.dtype if op.args else None
+        return fit(self.planes.apply(op.opcode, mask, x, arg, dtype), op.result.type)
 
 
 CONTROL = {"if": Launch._if, "for": Launch._for, "loop": Launch._loop, "break": Launch._break,

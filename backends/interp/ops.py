@@ -171,8 +171,6 @@ SPECIAL = {
     "insert": _insert,
 }
 
-PURE = set(UNARY) | set(BINARY) | set(SPECIAL)
-
 
 def evaluate(op: Op, args: list[np.ndarray]) -> np.ndarray:
     """The result of a pure op on its operand values (call under ``np.errstate(all="ignore")``)."""

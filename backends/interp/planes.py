@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from cubepy.ir.opcodes import (
+    PLANE_COMBINE,
+    PLANE_REDUCE,
+    PLANE_SCANS,
+    PLANE_SHUFFLES,
+    PLANE_SOURCE_LANE,
+    plane_identity,
+)
+from cubepy.ir.types import DType
+
 from .ops import maximum, minimum
 
-REDUCE = {"plane_sum": np.add, "plane_prod": np.multiply, "plane_min": np.minimum, "plane_max": np.maximum}
+# the NumPy ufunc of each combiner (`PLANE_COMBINE`, `PLANE_SOURCE_LANE`)
+_UFUNC = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
+          "xor": np.bitwise_xor, "sub": np.subtract}
 _IEEE = {"plane_min": minimum, "plane_max": maximum}
-SHUFFLES = ("plane_broadcast", "plane_shuffle", "plane_shuffle_xor", "plane_shuffle_up", "plane_shuffle_down")
-
-
-def _extreme(dtype: np.dtype, high: bool):
-    if dtype.kind == "f":
-        return np.inf if high else -np.inf
-    if dtype.kind == "b":
-        return high
-    info = np.iinfo(dtype)
-    return info.max if high else info.min
 
 
 class Planes:
@@ -48,16 +50,17 @@ class Planes:
         """A per-plane result (planes, ...) given to every lane."""
         return self.join(np.broadcast_to(r[:, None], (r.shape[0], self.P) + r.shape[1:]))
 
-    def apply(self, code: str, active: np.ndarray, x, arg) -> np.ndarray:
-        """The plane op ``code`` on per-unit ``x`` (and its second operand ``arg``)."""
+    def apply(self, code: str, active: np.ndarray, x, arg, dtype: DType | None) -> np.ndarray:
+        """The plane op ``code`` on per-unit ``x`` of element type ``dtype`` (None for plane_elect),
+        and its second operand ``arg``."""
         valid = self.split(active, False)
         if code == "plane_elect":
             return self.join(valid & (np.cumsum(valid, axis=1) == 1))
         xp = self.split(x)
         v = valid if xp.ndim == 2 else valid[..., None]     # Lines: each element separately
-        if code in REDUCE:
-            fn = REDUCE[code]
-            init = {"plane_min": _extreme(xp.dtype, True), "plane_max": _extreme(xp.dtype, False)}.get(code)
+        if code in PLANE_REDUCE:
+            fn = _UFUNC[PLANE_COMBINE[code]]
+            init = plane_identity(code, dtype) if code in _IEEE else None
             if code in _IEEE and xp.dtype.kind == "f":   # NaN wins, -0.0 < +0.0: in any order
                 return self.everywhere(_tree_reduce(_IEEE[code], np.where(v, xp, init)))
             kw = {} if init is None else {"initial": init}
@@ -70,7 +73,7 @@ class Planes:
             bits = np.left_shift(np.uint64(1), self.lane.astype(np.uint64))
             bits = bits if xp.ndim == 2 else bits[:, None]
             return self.everywhere(np.bitwise_or.reduce(np.where(xp & v, bits, np.uint64(0)), axis=1))
-        if code in ("plane_inclusive_sum", "plane_exclusive_sum"):
+        if code in PLANE_SCANS:
             xs = np.where(v, xp, 0)
             out = np.zeros_like(xs)
             if code == "plane_inclusive_sum":
@@ -78,7 +81,7 @@ class Planes:
             else:
                 np.cumsum(xs[:, :-1], axis=1, dtype=xs.dtype, out=out[:, 1:])
             return self.join(out)
-        if code in SHUFFLES:
+        if code in PLANE_SHUFFLES:
             return self.join(self._shuffle(code, xp, valid, arg))
         raise ValueError(f"unknown plane op {code!r}")
 
@@ -86,9 +89,10 @@ class Planes:
         """Each lane reads lane ``src``; a source out of range or inactive gives the lane its own
         value (``plane_shuffle`` and ``plane_broadcast`` take the lane modulo P)."""
         a = self.split(np.broadcast_to(arg, (self.C * self.U,)).astype(np.int64))
+        inst, left, right = PLANE_SOURCE_LANE[code]
         lane = self.lane
-        src = {"plane_broadcast": a % self.P, "plane_shuffle": a % self.P, "plane_shuffle_xor": lane ^ a,
-               "plane_shuffle_up": lane - a, "plane_shuffle_down": lane + a}[code]
+        operand = {"a": a, "lane": lane, "last": self.P - 1}
+        src = _UFUNC[inst](operand[left], operand[right])
         inside = (src >= 0) & (src < self.P)
         src = np.where(inside, src, lane)
         ok = inside & np.take_along_axis(valid, src, axis=1)

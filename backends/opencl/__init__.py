@@ -363,11 +363,13 @@ def _barriers_hoisted(kernel: Kernel, dialect: Dialect) -> Kernel:
     """A copy of ``kernel`` with every barrier (``sync_cube``, and plane ops the dialect emulates
     through local memory) out of conditionals (`cubepy.ir.hoist`). In OpenCL every work-item of a
     work-group must reach each barrier, and PoCL miscompiled a barrier under a uniform ``if``
-    followed by a per-unit guard (every unit passed the guard)."""
+    followed by a per-unit guard (every unit passed the guard). These are the backend's own
+    stages of the compile pipeline (`cubepy.ir.pipeline`), after the ones every kernel runs."""
     import copy
 
     from cubepy.ir.hoist import check_barriers, hoist_barriers
     from cubepy.ir.nodes import walk
+    from cubepy.ir.pipeline import Pipeline, Stage
     from cubepy.ir.verify import verify
 
     from ..cstyle.plane import uses_barrier
@@ -376,12 +378,15 @@ def _barriers_hoisted(kernel: Kernel, dialect: Dialect) -> Kernel:
         return uses_barrier(op, dialect)
     if not any(is_barrier(op) for op in walk(kernel.body)):
         return kernel
-    lowered = hoist_barriers(copy.deepcopy(kernel), is_barrier, continues=dialect.flag_continues,
-                             once=dialect.unloop_once)
-    check_barriers(lowered, lambda op: op.opcode != "sync_cube" and is_barrier(op),
-                   "this OpenCL device runs plane ops through local memory between work-group barriers")
-    verify(lowered)
-    return lowered
+    stages = Pipeline([
+        Stage("hoist_barriers", lambda k, o: hoist_barriers(k, is_barrier, continues=dialect.flag_continues,
+                                                            once=dialect.unloop_once), "transform"),
+        Stage("check_barriers", lambda k, o: check_barriers(
+            k, lambda op: op.opcode != "sync_cube" and is_barrier(op),
+            "this OpenCL device runs plane ops through local memory between work-group barriers"), "check"),
+        Stage("verify_hoisted", lambda k, o: verify(k), "check"),
+    ])
+    return stages.run(copy.deepcopy(kernel))
 
 
 _FLOAT_FEATURES = {"f16": ("fp16", "cl_khr_fp16"), "f64": ("fp64", "cl_khr_fp64")}

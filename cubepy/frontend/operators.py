@@ -9,7 +9,7 @@ too), never a silent wrap. Two traced operands promote by `cubepy.ir.types.promo
 from __future__ import annotations
 
 from ..errors import CubeTypeError, CubeValueError
-from ..ir.nodes import BINARY, COMPARE, Const, Value
+from ..ir.nodes import BINARY, Const, Value
 from ..ir.types import (
     INDEX,
     DType,
@@ -291,7 +291,6 @@ _FLOAT_MATH = {"sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "erf", "floo
 _SYMBOL = {"and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>"}
 _FOLD_COMPARE = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
                  "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
-COMPARE_OPS = tuple(COMPARE)
 
 
 def _literal_fits(value, dtype: DType) -> bool:

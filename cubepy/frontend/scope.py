@@ -1,11 +1,14 @@
-"""Python AST -> IR: the statement and expression visitor.
+"""What the statement and expression visitors share about names, frames and control.
 
-The function's AST is walked once per specialization. Python values (numbers, Comptime
-parameters, CubeDim, PlaneDim) are evaluated on the spot, so ``if``/``for``/``while`` on them
-fold away; traced values build IR. A name assigned at the top level of the kernel is bound to
-its SSA value; a name assigned under traced control flow becomes a mutable local (`Var`).
-
-This module holds what both visitors share; `statements.py` and `expressions.py` hold them.
+`Frame` is one function being traced (the kernel, or an inlined ``@cb.func``) with its scope
+dictionary and the loops it is in. The markers a scope may hold instead of a value: `Poisoned`
+(a compile-time value assigned under a runtime condition) and `MaybeUnbound` (a name not every
+path binds: reading it is a compile error, Python's UnboundLocalError). The exceptions that
+unwind tracing: `KernelReturn` and `FuncReturn` (a return), `StaticBreak` and `StaticContinue`
+(in a loop that runs at trace time), `Retrace` (a variable needs a wider type: trace again).
+`Branches` carries what the two sides of an ``if`` bound to where they join. Also the
+AST-operator-to-opcode tables (`BINOPS`, `CMPOPS`, `UNARYOPS`, `STATIC_COMPARE`), `assigned_names`
+and `join_types` (the type a variable needs to hold two values).
 """
 
 from __future__ import annotations

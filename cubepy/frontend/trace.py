@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from ..errors import CubeIndexError, CubeSyntaxError, CubeTypeError, CubeValueError
-from ..ir.bounds import prove_in_bounds
 from ..ir.builder import Builder
-from ..ir.cube_checks import check_per_cube
 from ..ir.nodes import Block, Buffer, Const, Kernel, ScalarParam
-from ..ir.passes import eliminate_dead_code, lower_bounds_checks
+from ..ir.pipeline import PIPELINE, Options
 from ..ir.types import INDEX, INDEX_MAX, Type, wide_index_dtype
-from ..ir.uniformity import analyze_uniformity
-from ..ir.verify import verify
 from .codegen import CodeGen, Frame, FuncReturn, KernelReturn, Retrace
 from .operators import Ops, is_number, is_traced
 from .source import FunctionSource, function_source
@@ -274,7 +270,8 @@ class _Topology:
 
 
 def trace_kernel(fn, spec: KernelSpec, name: str | None = None) -> Kernel:
-    """Trace ``fn`` for ``spec`` into a verified IR kernel (checks lowered, uniformity checked)."""
+    """Trace ``fn`` for ``spec`` into IR and run the compile pipeline on it (`cubepy.ir.pipeline`):
+    verified, uniformity checked, bounds checks lowered, its analyses stored for the backend."""
     source = function_source(fn)
     name = name or fn.__name__
     widen: dict = {}
@@ -286,12 +283,4 @@ def trace_kernel(fn, spec: KernelSpec, name: str | None = None) -> Kernel:
             continue
     else:  # pragma: no cover - widening is monotone, so this needs absurd code
         raise CubeTypeError("variable types did not settle after widening", name, None)
-    verify(kernel)
-    analyze_uniformity(kernel)
-    prove_in_bounds(kernel)
-    if spec.checks_per_cube and (spec.checked or spec.guards_per_cube):
-        check_per_cube(kernel, guards=spec.guards_per_cube)
-    lower_bounds_checks(kernel)
-    eliminate_dead_code(kernel)
-    verify(kernel)
-    return kernel
+    return PIPELINE.run(kernel, Options(checks_per_cube=spec.checks_per_cube, guards_per_cube=spec.guards_per_cube))

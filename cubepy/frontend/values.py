@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir.nodes import Buffer, Value
+from ..ir.nodes import Buffer
 
 
 @dataclass(eq=False)
@@ -89,7 +89,3 @@ class Sym:
 
 def unwrap(x):
     return x.value if isinstance(x, Sym) else x
-
-
-def is_value(x) -> bool:
-    return isinstance(x, Value)

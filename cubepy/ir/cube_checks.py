@@ -35,14 +35,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .nodes import BINARY, COMPARE, UNARY, Block, Const, Kernel, Op, Value, Var, walk
+from .nodes import Block, Const, Kernel, Op, Value, Var, walk
+from .opcodes import COMPARE, CUBE_BUILTINS, ELEMENTWISE, UNIT_BUILTINS
 from .types import INDEX, Type, bool_, i64
 
 _CHECKED = ("load", "store", "atomic")
-_LEAF_BUILTINS = ("cube_pos_x", "cube_pos_y", "cube_pos_z", "cube_dim_x", "cube_dim_y", "cube_dim_z",
-                  "cube_count_x", "cube_count_y", "cube_count_z", "plane_dim")
-_UNIT_BUILTINS = ("unit_pos_x", "unit_pos_y", "unit_pos_z", "unit_pos_plane")
-_PURE = set(UNARY) | set(BINARY) | set(COMPARE) | {"fma", "select", "cast"}
 _CHAIN = ("add", "sub", "neg", "mul", "shl", "cast")
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
@@ -104,8 +101,8 @@ class _Analysis:
         if code in ("param", "shape"):
             return True
         if code == "builtin":
-            return op.attrs.get("name") in _LEAF_BUILTINS
-        return code in _PURE and all(isinstance(a, Const) or (isinstance(a, Value) and a.id in self.uniform)
+            return op.attrs.get("name") in CUBE_BUILTINS
+        return code in ELEMENTWISE and all(isinstance(a, Const) or (isinstance(a, Value) and a.id in self.uniform)
                                      for a in op.args)
 
     def value(self, op: Op, scope: _Scope) -> None:
@@ -118,7 +115,7 @@ class _Analysis:
         if not _i32(r.type):
             return
         code, args = op.opcode, op.args
-        if code == "builtin" and op.attrs.get("name") in _UNIT_BUILTINS:
+        if code == "builtin" and op.attrs.get("name") in UNIT_BUILTINS:
             self.sources[r.id] = ("unit", op.attrs["name"])
         elif code == "load_var":
             stored = scope.vars.get(args[0].id)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from .nodes import Block, Const, Kernel, Op, Value, Var, walk
+from .opcodes import SIDE_EFFECTS
 from .types import INDEX, Type, bool_
 
 _BOOL, _I32 = Type(bool_), Type(INDEX)
 
 _CHECKED = ("load", "store", "atomic")
-_SIDE_EFFECTS = {"store", "atomic", "store_var", "sync_cube", "report_oob", "if", "for", "loop", "break",
-                 "continue", "return"}
 
 
 def lower_bounds_checks(kernel: Kernel) -> None:
@@ -143,7 +142,7 @@ def _sweep(block: Block, uses: dict[int, int]) -> None:
     for op in reversed(block.ops):
         for b in reversed(op.blocks):
             _sweep(b, uses)
-        if op.opcode not in _SIDE_EFFECTS and op.result is not None and not uses.get(op.result.id):
+        if op.opcode not in SIDE_EFFECTS and op.result is not None and not uses.get(op.result.id):
             for a in op.args:
                 if isinstance(a, Value):
                     uses[a.id] -= 1

@@ -163,17 +163,6 @@ def promote(a: DType, b: DType) -> DType:
     return _int_of(unsigned.bits * 2, True)
 
 
-def literal_fits(value, dtype: DType) -> bool:
-    """Whether a Python literal can take ``dtype`` without changing kind (weak typing)."""
-    if isinstance(value, bool):
-        return True
-    if isinstance(value, int):
-        return not dtype.is_bool
-    if isinstance(value, float):
-        return dtype.is_float
-    return False
-
-
 def default_literal_dtype(value) -> DType:
     """The type a Python literal takes when nothing typed is beside it."""
     if isinstance(value, bool):

@@ -20,11 +20,10 @@ from __future__ import annotations
 import math
 
 from ..errors import DivergenceError
-from .nodes import PLANE_OPS, PLANE_REDUCE, Block, Buffer, Const, Kernel, Op, Value, Var
+from .nodes import Block, Buffer, Const, Kernel, Op, Value, Var
+from .opcodes import PLANE_OPS, PLANE_UNIFORM_RESULTS, UNIT_BUILTINS
 
 UNIFORM, PLANE, VARYING = 0, 1, 2
-_UNIT_BUILTINS = {"unit_pos_x", "unit_pos_y", "unit_pos_z", "unit_pos_plane"}
-_PLANE_UNIFORM_RESULTS = set(PLANE_REDUCE) | {"plane_all", "plane_any", "plane_ballot", "plane_broadcast"}
 
 
 class _Analysis:
@@ -118,7 +117,7 @@ class _Analysis:
             if structured is not None:
                 return structured
         if code == "builtin":
-            return VARYING if op.attrs["name"] in _UNIT_BUILTINS else UNIFORM
+            return VARYING if op.attrs["name"] in UNIT_BUILTINS else UNIFORM
         if code == "load":
             buf: Buffer = op.args[0]
             if buf.kind == "global" and not buf.mutable:
@@ -126,7 +125,7 @@ class _Analysis:
             return VARYING
         if code == "atomic" or code == "plane_elect":
             return VARYING
-        if code in _PLANE_UNIFORM_RESULTS:
+        if code in PLANE_UNIFORM_RESULTS:
             return PLANE
         if code in PLANE_OPS:
             return VARYING
