@@ -10,13 +10,18 @@ op is its value alone.
 
 from __future__ import annotations
 
-from cubepy.ir.nodes import PLANE_REDUCE, Op
+from cubepy.ir.nodes import Op
+from cubepy.ir.opcodes import PLANE_COMBINE, PLANE_REDUCE, PLANE_SHUFFLES, PLANE_SOURCE_LANE, PLANE_VOTES
 from cubepy.ir.types import DType
 
-from ..cstyle.plane import _SOURCE_LANE
+_OPERATOR = {"and": "&", "xor": "^", "sub": "-", "add": "+"}
 
-_COMBINE = {"plane_sum": "add", "plane_prod": "mul", "plane_min": "min", "plane_max": "max",
-            "plane_inclusive_sum": "add", "plane_exclusive_sum": "add"}
+
+def _source_lane(code: str, last: int) -> str:
+    """The lane a shuffle reads (`PLANE_SOURCE_LANE`) as an i32 expression over ``lane`` and ``a``."""
+    inst, left, right = PLANE_SOURCE_LANE[code]
+    operand = {"a": "a", "lane": "lane", "last": f"{last}i"}
+    return f"{operand[left]} {_OPERATOR[inst]} {operand[right]}"
 
 
 class WgslPlane:
@@ -76,9 +81,9 @@ class WgslPlane:
         P, M, full = self.P, self.mask_t, self.full_mask
         t = self._c(dtype)
         result = "u64" if code == "plane_ballot" else "bool" if code in ("plane_all", "plane_any") else t
-        lane_arg = "a: i32, " if code in _SOURCE_LANE else ""
+        lane_arg = "a: i32, " if code in PLANE_SHUFFLES else ""
         params = f"x_in: {t}, {lane_arg}lane: i32, m: {M}"
-        combine = _COMBINE.get(code)
+        combine = PLANE_COMBINE.get(code)
         zero = self._lit(0, dtype)
         if code in PLANE_REDUCE:
             body = (f"var x = x_in;\n  if (m == {full}) {{\n"
@@ -90,13 +95,13 @@ class WgslPlane:
                     f"    let y = {self._shfl('x', 'l', dtype)};\n"
                     f"    if {self._bit('m', 'l')} {{ acc = {self._binary(combine, dtype, 'acc', 'y')}; }}\n  }}\n"
                     f"  return acc;")
-        elif code in ("plane_all", "plane_any", "plane_ballot"):
+        elif code in PLANE_VOTES:
             bits = f"({self._ballot('x_in')} & m)"
             none = self._lit(0, self.mask_dtype)
             body = {"plane_all": f"return {bits} == m;", "plane_any": f"return {bits} != {none};",
                     "plane_ballot": f"return u64{bits};"}[code]
-        elif code in _SOURCE_LANE:
-            src = _SOURCE_LANE[code].format(last=f"{P - 1}i")
+        elif code in PLANE_SHUFFLES:
+            src = _source_lane(code, P - 1)
             body = (f"let s = {src};\n  let ok = s >= 0i && s < {P}i && {self._bit('m', 's')};\n"
                     f"  let y = {self._shfl('x_in', 'select(lane, s, ok)', dtype)};\n  return select(x_in, y, ok);")
         else:
@@ -145,7 +150,7 @@ class WgslPlane:
         self.needs.add("scratch")
         P, t = self.P, self._c(dtype)
         result = "u64" if code == "plane_ballot" else "bool" if code in ("plane_all", "plane_any") else t
-        lane_arg = "a: i32, " if code in _SOURCE_LANE else ""
+        lane_arg = "a: i32, " if code in PLANE_SHUFFLES else ""
 
         def at(i: str) -> str:
             return self._from_scratch(f"cb_scratch[{i}]", dtype)
@@ -154,16 +159,16 @@ class WgslPlane:
                 "  workgroupBarrier();\n  ")
         if code in PLANE_REDUCE:
             body = (f"var acc = {at('base')};\n  for (var l = 1i; l < n; l = l + 1i) {{ "
-                    f"acc = {self._binary(_COMBINE[code], dtype, 'acc', at('base + l'))}; }}\n  return acc;")
-        elif code in ("plane_all", "plane_any", "plane_ballot"):
+                    f"acc = {self._binary(PLANE_COMBINE[code], dtype, 'acc', at('base + l'))}; }}\n  return acc;")
+        elif code in PLANE_VOTES:
             one, zero = self._lit(1, self.mask_dtype), self._lit(0, self.mask_dtype)
             every = f"select(({one} << u32(n)) - {one}, {self.full_mask}, n >= {P}i)"
             body = (f"var bits = {zero};\n  for (var l = 0i; l < n; l = l + 1i) {{ "
                     f"if (cb_scratch[base + l].x != 0u) {{ bits = bits | ({one} << u32(l)); }} }}\n  return "
                     + {"plane_all": f"bits == {every};", "plane_any": f"bits != {zero};",
                        "plane_ballot": "u64(bits);"}[code])
-        elif code in _SOURCE_LANE:
-            src = _SOURCE_LANE[code].format(last=f"{P - 1}i")
+        elif code in PLANE_SHUFFLES:
+            src = _source_lane(code, P - 1)
             body = (f"let s = {src};\n  let ok = s >= 0i && s < n;\n"
                     f"  return select(x, {at('base + clamp(s, 0i, n - 1i)')}, ok);")
         else:

@@ -83,20 +83,25 @@ def uses_planes(kernel: Kernel) -> bool:
 def barriers_hoisted(kernel: Kernel) -> Kernel:
     """A copy of ``kernel`` whose barriers (``sync_cube`` and the plane ops, emulated between
     workgroup barriers) are out of conditionals (`cubepy.ir.hoist`), so every unit of the cube
-    reaches each of them, as WGSL requires of ``workgroupBarrier``."""
+    reaches each of them, as WGSL requires of ``workgroupBarrier``: the backend's own stages of the
+    compile pipeline (`cubepy.ir.pipeline`), as on OpenCL."""
     from cubepy.ir.hoist import check_barriers, hoist_barriers
+    from cubepy.ir.pipeline import Pipeline, Stage
     from cubepy.ir.verify import verify
 
     def is_barrier(op: Op) -> bool:
         return op.opcode == "sync_cube" or (op.opcode in PLANE_OPS and op.opcode != "plane_elect")
     if not any(is_barrier(op) for op in walk(kernel.body)):
         return kernel
-    lowered = hoist_barriers(copy.deepcopy(kernel), is_barrier)
-    check_barriers(lowered, lambda op: op.opcode != "sync_cube" and is_barrier(op),
-                   "this WebGPU adapter's subgroups are not planes for this cube shape, so plane ops run "
-                   "through workgroup memory between workgroup barriers")
-    verify(lowered)
-    return lowered
+    why = ("this WebGPU device's subgroups are not planes for this cube shape or plane size, so plane ops run "
+           "through workgroup memory between workgroup barriers")
+    stages = Pipeline([
+        Stage("hoist_barriers", lambda k, o: hoist_barriers(k, is_barrier), "transform"),
+        Stage("check_barriers", lambda k, o: check_barriers(
+            k, lambda op: op.opcode != "sync_cube" and is_barrier(op), why), "check"),
+        Stage("verify_hoisted", lambda k, o: verify(k), "check"),
+    ])
+    return stages.run(copy.deepcopy(kernel))
 
 
 __all__ = ["barriers_hoisted", "planes_match", "subgroup_size", "subgroups_are_planes", "uses_planes"]
