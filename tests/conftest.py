@@ -21,6 +21,7 @@ import cubepy as cb
 # at plane size 32 with checks once per cube, as the GPUs compile (the interpreter asserts what
 # the per-cube test claims: cubepy.ir.cube_checks).
 PLANE_SIZES = {"interp": (1, 8, 16, 32, 64, "cubes"), "cpu": (1, 8, 32, 64), "opencl": (None,),
+               "wgpu": (None, 1, 32),       # the subgroup size, none, and planes emulated in workgroup memory
                "cuda": (None, "resident"),
                "hip": (None,)}
 _SEED = int(os.environ.get("CUBEPY_TEST_SEED") or np.random.SeedSequence().entropy % 2**32)

@@ -1,0 +1,313 @@
+"""Arithmetic in WGSL: operators, casts and the helpers for what WGSL's operators leave open or lack
+(Python's ``//``, ``%`` and ``**``, shifts by any count, saturating float to integer, IEEE
+minimum/maximum, erf), each with the meaning of `cubepy.ir.semantics` (a mixin of `wgsl.WgslRenderer`).
+
+Narrow integers (i8, i16, u8, u16) are computed in i32/u32 and wrapped back after every operation
+that can leave their range (`_fix`); f16 is computed in f32 and rounded back, as on the C backends.
+"""
+
+from __future__ import annotations
+
+from cubepy.errors import CubeTypeError
+from cubepy.ir.nodes import COMPARE, Op
+from cubepy.ir.types import DTYPES_BY_NAME, DType
+
+from ..cstyle.arith import COMPARE_SYM, Arithmetic
+from .dialect import F32_ONLY, NARROW
+from .f64math import F64Math
+
+_F32 = DTYPES_BY_NAME["f32"]
+_SYM = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^"}
+
+
+class WgslArithmetic(F64Math, Arithmetic):
+    """Scalar semantics of the operators in WGSL, element by element over Lines."""
+
+    def _up(self, x: str, dtype: DType) -> str:
+        return f"f32({x})" if dtype.name == "f16" else x
+
+    def _down(self, e: str, dtype: DType) -> str:
+        return f"f16({e})" if dtype.name == "f16" else e
+
+    def _fix(self, e: str, dtype: DType) -> str:
+        """The i32/u32 expression ``e`` wrapped to the narrow integer ``dtype`` (other types: ``e``)."""
+        if dtype.name not in NARROW:
+            return e
+        if dtype.is_signed:
+            shift = 32 - dtype.bits
+            return f"((({e}) << {shift}u) >> {shift}u)"
+        return f"(({e}) & {(1 << dtype.bits) - 1}u)"
+
+    def _isnan(self, x: str, dtype: DType) -> str:
+        """A NaN test on the bits: a compiler may fold ``x != x`` away."""
+        if dtype.name == "f64":
+            return f"((bitcast<u64>({x}) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu)"
+        return f"((bitcast<u32>({x}) & 0x7fffffffu) > 0x7f800000u)"
+
+    @staticmethod
+    def _fne(a: str, b: str) -> str:
+        """Float ``a != b``, true when either is NaN: lavapipe compiles WGSL's ``!=`` on floats as an
+        ordered compare (``nan != 1.0`` was false), and ``==`` right."""
+        return f"(!({a} == {b}))"
+
+    def _isfinite(self, x: str, dtype: DType) -> str:
+        if dtype.name == "f64":
+            return f"((bitcast<u64>({x}) & 0x7ffffffffffffffflu) < 0x7ff0000000000000lu)"
+        return f"((bitcast<u32>({x}) & 0x7fffffffu) < 0x7f800000u)"
+
+    # --- operators ------------------------------------------------------------------------
+
+    def _unary(self, code: str, dtype: DType, a: str) -> str:
+        if code == "not" or (code == "invert" and dtype.is_bool):
+            return f"!{a}"
+        if code == "invert":
+            return self._fix(f"~{a}", dtype)
+        if code == "neg":
+            if dtype.is_int:
+                return self._fix(f"-{a}" if dtype.is_signed else f"({self._lit(0, dtype)} - {a})", dtype)
+            return self._down(f"-{self._up(a, dtype)}", dtype)
+        if code == "abs":
+            if dtype.is_int and not dtype.is_signed:
+                return a
+            return self._fix(self._down(f"abs({self._up(a, dtype)})", dtype), dtype)
+        if not dtype.is_float:
+            raise CubeTypeError(f"{code} of {dtype} is not supported", self.k.name)
+        return self._math(code, dtype, a)
+
+    def _math(self, code: str, dtype: DType, *args: str) -> str:
+        """A math function of floats: f16 through f32; f64 where GLSL.std.450 has only f32 by `f64math`."""
+        if dtype.name == "f64" and code in F32_ONLY:
+            return self.f64_math(code, *args)
+        fn = self._erf_helper() if code == "erf" else self.d.math[code]
+        if dtype.name == "f16":
+            inner = ", ".join(f"f32({a})" for a in args)
+            return f"{self._c(dtype)}({fn}({inner}))"
+        return f"{fn}({', '.join(args)})"
+
+    def _binary(self, code: str, dtype: DType, a: str, b: str, b_value=None, nowrap: bool = False) -> str:
+        """``a <code> b`` in WGSL; ``b_value`` is b's value when it is a constant (shift counts)."""
+        if code in COMPARE:
+            if dtype.is_float and code == "ne":
+                return self._fne(a, b)
+            if dtype.is_bool and code not in ("eq", "ne"):
+                a, b = f"i32({a})", f"i32({b})"
+            return f"({a} {COMPARE_SYM[code]} {b})"
+        if dtype.is_bool and code in ("and", "or", "xor"):
+            return {"and": f"({a} && {b})", "or": f"({a} || {b})", "xor": f"({a} != {b})"}[code]
+        sym = _SYM.get(code)
+        if sym is not None:
+            if dtype.is_bool:
+                return f"((i32({a}) {sym} i32({b})) != 0i)"
+            if dtype.is_int:
+                return self._fix(f"({a} {sym} {b})", dtype)
+            return self._down(f"({self._up(a, dtype)} {sym} {self._up(b, dtype)})", dtype)
+        if code in ("min", "max"):
+            if dtype.is_float:
+                return self._down(f"{self._minmax_helper(code, dtype)}({self._up(a, dtype)}, {self._up(b, dtype)})",
+                                  dtype)
+            return f"{code}({a}, {b})"
+        if code in ("floordiv", "mod", "pow"):
+            return f"{self._arith_helper(code, dtype)}({a}, {b})"
+        if code in ("shl", "shr"):
+            return self._shift(code, dtype, a, b, b_value)
+        raise CubeTypeError(f"operation {code} on {dtype} is not supported by the WebGPU backend", self.k.name)
+
+    def _shift(self, code: str, dtype: DType, a: str, b: str, b_value) -> str:
+        """A count outside [0, bits) shifts every bit out (cubepy.ir.semantics); WGSL takes the
+        count modulo the width, and a constant count past it is a compile error."""
+        bits = dtype.bits
+        if code == "shr" and dtype.is_signed:
+            gone = f"select({self._lit(0, dtype)}, {self._lit(-1, dtype)}, {a} < {self._lit(0, dtype)})"
+        else:
+            gone = self._lit(0, dtype)
+        if b_value is not None:
+            if not 0 <= b_value < bits:
+                return gone
+            count = f"{b_value}u"
+        else:
+            count = f"u32({b})"
+        shifted = self._fix(f"({a} << {count})", dtype) if code == "shl" else f"({a} >> {count})"
+        if b_value is not None:
+            return shifted
+        limit = self._lit(bits, dtype)
+        out = f"({b} < {self._lit(0, dtype)} || {b} >= {limit})" if dtype.is_signed else f"({b} >= {limit})"
+        return f"select({shifted}, {gone}, {out})"
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _fn_helper(self, name: str, params: str, result: str, body: str) -> str:
+        return self._helper(name, f"fn {name}({params}) -> {result} {{\n  {body}\n}}")
+
+    def _minmax_helper(self, code: str, dtype: DType) -> str:
+        """IEEE 754-2019 minimum/maximum: NaN wins, and -0.0 < +0.0 (the OR / AND of the bits of
+        equal operands); WGSL's min/max leave both open."""
+        ft = _F32 if dtype.name == "f16" else dtype
+        t, ut = self._c(ft), self._c(DTYPES_BY_NAME[f"u{ft.bits}"])
+        join = "|" if code == "min" else "&"
+        body = (f"if {self._isnan('a', ft)} {{ return a; }}\n  if {self._isnan('b', ft)} {{ return b; }}\n"
+                f"  if (a == b) {{ return bitcast<{t}>(bitcast<{ut}>(a) {join} bitcast<{ut}>(b)); }}\n"
+                f"  return select(b, a, a {'<' if code == 'min' else '>'} b);")
+        return self._fn_helper(f"cb_{code}_{ft.name}", f"a: {t}, b: {t}", t, body)
+
+    def _arith_helper(self, code: str, dtype: DType) -> str:
+        """Python's ``//`` and ``%`` (integer division by zero gives 0) and ``**``."""
+        name = f"cb_{code}_{dtype.name}"
+        if name in self.helpers:
+            return name
+        t = self._c(dtype)
+        zero, one = self._lit(0, dtype), self._lit(1, dtype)
+        if dtype.is_float:
+            return self._float_arith_helper(code, dtype, name)
+        if code == "pow":
+            neg = ""
+            if dtype.is_signed:
+                m1 = self._lit(-1, dtype)
+                neg = (f"if (b < {zero}) {{\n    if (a == {one}) {{ return {one}; }}\n"
+                       f"    if (a == {m1}) {{ return select({one}, {m1}, (b & {one}) != {zero}); }}\n"
+                       f"    return {zero};\n  }}\n  ")
+            body = (f"{neg}var r: {t} = {one};\n  var x: {t} = a;\n  var e: {t} = b;\n"
+                    f"  loop {{\n    if (e == {zero}) {{ break; }}\n"
+                    f"    if ((e & {one}) != {zero}) {{ r = r * x; }}\n    x = x * x;\n    e = e >> 1u;\n  }}\n"
+                    f"  return {self._fix('r', dtype)};")
+        elif not dtype.is_signed:
+            op = "/" if code == "floordiv" else "%"
+            body = f"if (b == {zero}) {{ return {zero}; }}\n  return a {op} b;"
+        elif code == "floordiv":
+            m1 = self._lit(-1, dtype)
+            body = (f"if (b == {zero}) {{ return {zero}; }}\n"
+                    f"  if (b == {m1}) {{ return {self._fix(f'{zero} - a', dtype)}; }}\n"
+                    f"  var q: {t} = a / b;\n"
+                    f"  if (a % b != {zero} && ((a < {zero}) != (b < {zero}))) {{ q = q - {one}; }}\n  return q;")
+        else:
+            m1 = self._lit(-1, dtype)
+            body = (f"if (b == {zero} || b == {m1}) {{ return {zero}; }}\n  var r: {t} = a % b;\n"
+                    f"  if (r != {zero} && ((r < {zero}) != (b < {zero}))) {{ r = r + b; }}\n  return r;")
+        return self._fn_helper(name, f"a: {t}, b: {t}", t, body)
+
+    def _float_arith_helper(self, code: str, dtype: DType, name: str) -> str:
+        ft = _F32 if dtype.name == "f16" else dtype
+        t, ct = self._c(ft), self._c(dtype)
+        ut = self._c(DTYPES_BY_NAME[f"u{ft.bits}"])
+        sign = f"0x{1 << (ft.bits - 1):x}{'lu' if ft.bits == 64 else 'u'}"
+        zero, half, one = self._lit(0.0, ft), self._lit(0.5, ft), self._lit(1.0, ft)
+
+        def copysign_zero(y: str) -> str:
+            return f"bitcast<{t}>(bitcast<{ut}>({y}) & {sign})"
+        head = f"let x = {self._up('a', dtype)};\n  let y = {self._up('b', dtype)};\n  "
+        if code == "pow":
+            p, nan = self._math("pow", ft, "abs(x)", "y"), self._lit(float("nan"), ft)
+            body = (head + f"if (y == {zero} || x == {one}) {{ return {self._down(one, dtype)}; }}\n"
+                    f"  let odd = floor(y) == y && {self._fne(f'floor(y * {half})', f'y * {half}')};\n"
+                    f"  if (x == {zero}) {{\n    let r = select({zero}, {self._lit(float('inf'), ft)}, y < {zero});\n"
+                    f"    return {self._down(f'select(r, -r, odd && bitcast<{ut}>(x) != 0)', dtype)};\n  }}\n"
+                    f"  if (x < {zero} && {self._fne('floor(y)', 'y')}) {{ return {self._down(nan, dtype)}; }}\n"
+                    f"  let r = {p};\n"
+                    f"  return {self._down(f'select(r, -r, x < {zero} && odd)', dtype)};")
+        elif code == "mod":
+            body = (head + f"var m = x % y;\n"
+                    f"  if (y == {zero}) {{ return {self._down('m', dtype)}; }}\n"
+                    f"  if {self._fne('m', zero)} {{ if ((y < {zero}) != (m < {zero})) {{ m = m + y; }} }}"
+                    f" else {{ m = {copysign_zero('y')}; }}\n"
+                    f"  return {self._down('m', dtype)};")
+        else:
+            body = (head + f"let m = x % y;\n"
+                    f"  if (y == {zero}) {{ return {self._down('x / y', dtype)}; }}\n"
+                    f"  var d = (x - m) / y;\n"
+                    f"  if ({self._fne('m', zero)} && ((y < {zero}) != (m < {zero}))) {{ d = d - {one}; }}\n"
+                    f"  var q: {t};\n"
+                    f"  if {self._fne('d', zero)} {{ q = floor(d); if (d - q > {half}) {{ q = q + {one}; }} }}"
+                    f" else {{ q = {copysign_zero('x / y')}; }}\n"
+                    f"  return {self._down('q', dtype)};")
+        return self._fn_helper(name, f"a: {ct}, b: {ct}", ct, body)
+
+    def _erf_helper(self) -> str:
+        """erf in f32, which WGSL lacks: a Taylor series near 0, else 1 - erfc by the Chebyshev fit
+        of Numerical Recipes (relative error below 1.2e-7)."""
+        body = ("let z = abs(x);\n"
+                "  if (z < 0.5f) {\n    let s = x * x;\n"
+                "    return x * (1.1283791671f + s * (-0.3761263890f + s * (0.1128379167f + s * (-0.0268661706f"
+                " + s * (0.0052239776f + s * (-0.0008548327f))))));\n  }\n"
+                "  let t = 1.0f / (1.0f + 0.5f * z);\n"
+                "  let e = t * exp(-z * z - 1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f"
+                " + t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f"
+                " + t * (-0.82215223f + t * 0.17087277f)))))))));\n"
+                "  return select(e - 1.0f, 1.0f - e, x >= 0.0f);")
+        return self._fn_helper("cb_erf", "x: f32", "f32", body)
+
+    # --- casts ----------------------------------------------------------------------------
+
+    def _cast(self, a: str, src: DType, dst: DType) -> str:
+        if dst.is_bool:
+            return self._fne(a, self._lit(0, src)) if src.is_float else f"({a} != {self._lit(0, src)})"
+        if src.is_bool:
+            return f"select({self._lit(0, dst)}, {self._lit(1, dst)}, {a})"
+        if src.is_float and dst.is_int:
+            return f"{self._float_to_int_helper(src, dst)}({self._up(a, src)})"
+        if src.name == "f64" and dst.name == "f16":
+            return f"f16({self._float_rounded_to_odd()}({a}))"
+        if dst.name == "f16" and not src.is_float:
+            return f"f16(f32({a}))"
+        if self._c(src) == self._c(dst):
+            return self._fix(a, dst) if src.bits > dst.bits or src.is_signed != dst.is_signed else a
+        if src.is_int and dst.bits == 64 and src.bits < 64:
+            # widen within the source's signedness first: naga's i64(u32) sign-extends, u64(i32) does not
+            a = f"{'i64' if src.is_signed else 'u64'}({a})"
+        return self._fix(f"{self._c(dst)}({a})", dst)
+
+    def _float_rounded_to_odd(self) -> str:
+        """f64 -> f32 rounded to odd (toward zero, last bit set when inexact): that rounds to f16
+        correctly, as on the CPU backend."""
+        body = (f"var f = f32(x);\n  if (f64(f) != x && !{self._isnan('x', DTYPES_BY_NAME['f64'])}) {{\n"
+                "    var b = bitcast<u32>(f);\n    if (abs(f64(f)) > abs(x)) { b = b - 1u; }\n"
+                "    f = bitcast<f32>(b | 1u);\n  }\n  return f;")
+        return self._fn_helper("cb_f64_to_f32_odd", "x: f64", "f32", body)
+
+    def _float_to_int_helper(self, src: DType, dst: DType) -> str:
+        """Toward zero, saturating at the type's bounds, NaN gives 0 (cubepy.ir.semantics)."""
+        ft = _F32 if src.name == "f16" else src
+        t = self._c(dst)
+        low, high = (-(1 << (dst.bits - 1)), (1 << (dst.bits - 1)) - 1) if dst.is_signed else (0, (1 << dst.bits) - 1)
+        body = (f"if {self._isnan('x', ft)} {{ return {self._lit(0, dst)}; }}\n"
+                f"  if (x >= {self._lit(float(high + 1), ft)}) {{ return {self._lit(high, dst)}; }}\n"
+                f"  if (x <= {self._lit(float(low), ft)}) {{ return {self._lit(low, dst)}; }}\n"
+                f"  return {t}(x);")
+        return self._fn_helper(f"cb_cast_{ft.name}_{dst.name}", f"x: {self._c(ft)}", t, body)
+
+    # --- value ops --------------------------------------------------------------------------
+
+    def _op_select(self, op: Op) -> None:
+        c, a, b = op.args
+        self._define(op, lambda i: f"select({self._arg(b, i)}, {self._arg(a, i)}, "
+                                   f"{self._arg(c, i if c.type.width > 1 else None)})")
+
+    def _op_fma(self, op: Op) -> None:
+        dt = op.result.type.dtype
+        fma = self._fma_helper(_F32 if dt.name == "f16" else dt)
+        self._define(op, lambda i: self._down(f"{fma}({', '.join(self._up(self._arg(a, i), dt) for a in op.args)})",
+                                              dt))
+
+    def _fma_helper(self, dtype: DType) -> str:
+        """a * b + c rounded once. WGSL's fma may round twice (Vulkan lets GLSL.std.450 Fma be a
+        multiply and an add; lavapipe does so), so: Dekker's exact product, an exact sum, and the
+        low parts added rounded to odd (Boldo and Melquiond, "Emulation of FMA and correctly rounded
+        sums", 2008). Zeros, infinities and NaNs take the plain expression, which is exact there."""
+        t = self._c(dtype)
+        word = DTYPES_BY_NAME[f"u{dtype.bits}"]
+        zero, one = self._lit(0.0, dtype), self._lit(1, word)
+        split = self._lit(float(2 ** (27 if dtype.bits == 64 else 12) + 1), dtype)
+        body = (f"let p = a * b;\n"
+                f"  if (p == {zero} || c == {zero} || !{self._isfinite('p', dtype)} || !{self._isfinite('c', dtype)}) "
+                f"{{ return p + c; }}\n"
+                f"  let ga = a * {split};\n  let ah = ga - (ga - a);\n  let al = a - ah;\n"
+                f"  let gb = b * {split};\n  let bh = gb - (gb - b);\n  let bl = b - bh;\n"
+                f"  let pl = ((ah * bh - p) + ah * bl + al * bh) + al * bl;\n"
+                f"  let sh = p + c;\n  let bv = sh - p;\n  let sl = (p - (sh - bv)) + (c - bv);\n"
+                f"  let v = pl + sl;\n  let w = v - pl;\n  let e = (pl - (v - w)) + (sl - w);\n"
+                f"  var odd = bitcast<{self._c(word)}>(v);\n"
+                f"  if (e != {zero} && (odd & {one}) == {self._lit(0, word)}) {{\n"
+                f"    odd = select(odd - {one}, odd + {one}, (e > {zero}) == (v > {zero}));\n  }}\n"
+                f"  return sh + bitcast<{t}>(odd);")
+        return self._fn_helper(f"cb_fma_{dtype.name}", f"a: {t}, b: {t}, c: {t}", t, body)
+
+
+__all__ = ["WgslArithmetic"]

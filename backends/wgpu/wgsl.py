@@ -1,0 +1,270 @@
+"""IR -> WGSL compute shaders: the `render` entry and the module assembly (bindings, the argument
+struct, workgroup variables, the entry point). The walk over the IR is the C-style renderer's
+(`cstyle.control`, `cstyle.naming`); what WGSL spells otherwise is in the mixins `naming`, `arith`,
+`memory` and `plane` of this package.
+
+Bindings (group 0), in order: one storage buffer per array parameter (``read`` unless the kernel
+writes it or uses it atomically), then the argument struct (extents and scalar parameters), then,
+in checked kernels that may report, the error record (`cstyle.rendered` layout, int32 words).
+Each SSA value becomes a ``let``, each `Var` a function ``var``; shared memory is a module-scope
+``var<workgroup>``, per-unit arrays function ``var``s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from cubepy.ir.nodes import PLANE_OPS, Buffer, Const, Kernel, Op, ScalarParam, walk
+from cubepy.ir.types import u32, u64
+
+from ..cstyle.control import ControlFlow, _without_tail_continue
+from ..cstyle.naming import C_WORDS
+from ..cstyle.rendered import ERROR_WORDS, OOBSite
+from .arith import WgslArithmetic
+from .dialect import RESERVED, STORAGE_NUMPY, WGSL
+from .memory import WgslMemory
+from .naming import WgslNaming
+from .plane import WgslPlane
+
+
+@dataclass(frozen=True)
+class BufferBinding:
+    """An array parameter's storage buffer: its binding, the NumPy dtype of its elements there."""
+
+    param: int
+    binding: int
+    numpy: str
+    writable: bool
+
+
+@dataclass(frozen=True)
+class ArgField:
+    """A field of the argument struct: an extent (``kind`` "shape", axis ``dim``) or a scalar."""
+
+    kind: str
+    param: int
+    offset: int
+    numpy: str
+    dim: int = 0
+
+
+@dataclass
+class WgslRendered:
+    name: str
+    source: str
+    buffers: list[BufferBinding]
+    fields: list[ArgField]
+    args_size: int                       # bytes of the argument struct (0: none)
+    args_binding: int
+    error_binding: int | None
+    sites: list[OOBSite]
+    units: int
+    plane_dim: int
+    shared_bytes: int = 0
+    uses_subgroups: bool = False
+
+# 0 and 1 from a value the compiler cannot know (there are never 2**31 cubes on an axis): see `naming._lit`
+_OPAQUE = {"zero_f32": "bitcast<f32>(cb_n.x >> 31u)", "zero_f16": "f16(bitcast<f32>(cb_n.x >> 31u))",
+           "zero_f64": "bitcast<f64>(u64(cb_n.x >> 31u))", "zero_i64": "i64(cb_n.x >> 31u)",
+           "one_f32": "bitcast<f32>(0x3f800000u | (cb_n.x >> 31u))",
+           "one_f16": "f16(bitcast<f32>(0x3f800000u | (cb_n.x >> 31u)))",
+           "one_f64": "bitcast<f64>(0x3ff0000000000000lu | u64(cb_n.x >> 31u))"}
+
+
+def render(kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False) -> WgslRendered:
+    """Render ``kernel`` (bounds checks already lowered) as a WGSL compute shader; ``atomics64``:
+    the device has atomics on 64-bit integers (WebGPU's shader-int64-atomic-all-ops); ``emulate``:
+    plane ops go through workgroup memory (barriers hoisted out of conditionals already)."""
+    return WgslRenderer(kernel, name, atomics64, emulate).run()
+
+
+class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlow):
+    """The rendering state and module assembly; the mixins render the ops."""
+
+    def __init__(self, kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False):
+        self.k, self.d = kernel, WGSL
+        self.atomics64, self.emulate = atomics64, emulate and kernel.plane_dim > 1
+        self.P = kernel.plane_dim
+        self.units = math.prod(kernel.cube_dim)
+        self.used: set[str] = set(C_WORDS) | RESERVED
+        self.entry = self._unique(name or kernel.name)
+        self.names: dict = {}
+        self.values_named = 0
+        self.helpers: dict[str, str] = {}
+        self.body: list[str] = []
+        self.depth = 1
+        self.sites: list[OOBSite] = []
+        self.needs: set[str] = set()
+        self.extents: dict[tuple[int, int], str] = {}
+        self.atomic_buffers: set[int] = set()
+        self.opaque_loops = False
+        self.bound_consts: dict[int, str] = {}       # Const id -> the let that holds it
+        self.mask_dtype = u64 if self.P > 32 else u32
+        self.mask_t = self._c(self.mask_dtype)
+        self.full_mask = self._lit((1 << self.P) - 1, self.mask_dtype)
+
+    # --- emission -----------------------------------------------------------------------
+
+    def _line(self, s: str) -> None:
+        self.body.append("  " * self.depth + s)
+
+    def _helper(self, name: str, code: str) -> str:
+        self.helpers.setdefault(name, code)
+        return name
+
+    def _define(self, op: Op, element) -> None:
+        """Define op.result from ``element(i)``: the scalar expression of element ``i`` (None: scalar)."""
+        t = op.result.type
+        name = self._name(op.result)
+        if t.width == 1:
+            self._line(f"let {name}: {self._vt(t)} = {element(None)};")
+            return
+        items = ", ".join(element(i) for i in range(t.width))
+        self._line(f"let {name} = {self._vt(t)}({items});")
+
+    def _op(self, op: Op) -> None:
+        """An op of constants only (a math function the IR does not fold, ``sqrt(-7.5)``) takes its
+        first operand from a ``let``: naga evaluates constant expressions while parsing, and some it
+        cannot (f64 functions) or may not (integer overflow) are errors there."""
+        if op.result is not None and op.args and not op.blocks and all(isinstance(a, Const) for a in op.args) \
+                and op.args[0].type.width == 1:
+            first = op.args[0]
+            held = self._unique("cb_k")
+            self._line(f"let {held}: {self._vt(first.type)} = {self._lit(first.value, first.type.dtype)};")
+            self.bound_consts[first.id] = held
+            super()._op(op)
+            del self.bound_consts[first.id]
+            return
+        super()._op(op)
+
+    # --- control flow WGSL spells otherwise -----------------------------------------------
+
+    def _op_for(self, op: Op) -> None:
+        start, stop, step = (self._arg(a) for a in op.args)
+        var = self.names[op.attrs["var"].id]
+        s = op.args[2]
+        if isinstance(s, Const):
+            cond = f"{var} {'<' if s.value > 0 else '>'} {stop}"
+        else:
+            cond = f"select({var} > {stop}, {var} < {stop}, {step} > 0i)"
+        self._line(f"for ({var} = {start}; {cond}; {var} += {step}) {{")
+        self._nested(_without_tail_continue(op.blocks[0]))
+        self._line("}")
+
+    def _op_loop(self, op: Op) -> None:
+        self._line("loop {")
+        self._nested(_without_tail_continue(op.blocks[0]))
+        self._line("}")
+
+    # --- the module -----------------------------------------------------------------------
+
+    def run(self) -> WgslRendered:
+        k = self.k
+        ops = list(walk(k.body))
+        self.atomic_buffers = {op.args[0].id for op in ops if op.opcode == "atomic" and op.args[0].kind != "local"}
+        for op in ops:
+            if op.opcode == "atomic" and op.args[0].kind != "local":
+                self._atomic_word(op.args[0])
+        reports = any(op.opcode == "report_oob" for op in ops)
+        plane_ops = any(op.opcode in PLANE_OPS for op in ops) or any(
+            op.opcode == "builtin" and op.attrs["name"] == "unit_pos_plane" for op in ops)
+
+        decls, buffers, fields, members = [], [], [], []
+        offset = 0
+
+        def add_field(kind: str, param: int, name: str, wgsl_type: str, numpy: str, dim: int = 0) -> None:
+            nonlocal offset
+            size = 8 if wgsl_type in ("i64", "u64", "f64") else 4
+            offset = -(-offset // size) * size
+            fields.append(ArgField(kind, param, offset, numpy, dim))
+            members.append(f"  {name}: {wgsl_type},")
+            offset += size
+
+        for p in k.params:
+            if isinstance(p, Buffer):
+                name = self._unique(p.name)
+                self.names[p.id] = name
+                writable = p.mutable or p.id in self.atomic_buffers
+                element = self._atomic_word(p) if p.id in self.atomic_buffers else self._vt(self._storage(p.type))
+                binding = len(buffers)
+                access = "read_write" if writable else "read"
+                decls.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: array<{element}>;")
+                buffers.append(BufferBinding(p.param_index, binding, STORAGE_NUMPY.get(p.type.dtype.name,
+                                                                                      p.type.dtype.numpy_name),
+                                             writable))
+                for dim in range(p.ndim):
+                    extent = self._unique(f"{name}_shape{dim}")
+                    self.extents[(p.id, dim)] = extent
+                    add_field("shape", p.param_index, extent, "i32", "int32", dim)
+            else:
+                assert isinstance(p, ScalarParam)
+                name = self._unique(p.name)
+                self.names[("param", p.param_index)] = name
+                dt = p.type.dtype
+                held = "u32" if dt.is_bool else "f32" if dt.name == "f16" else self._c(dt)
+                numpy = "float32" if dt.name == "f16" else STORAGE_NUMPY.get(dt.name, dt.numpy_name)
+                add_field("scalar", p.param_index, name, held, numpy)
+        args_binding = len(buffers)
+        args_size = -(-offset // 8) * 8 if fields else 0
+        if fields:
+            decls.append(f"@group(0) @binding({args_binding}) var<storage, read> cb_args: CbArgs;")
+        error_binding = args_binding + 1 if reports else None
+        if reports:
+            decls.append(f"@group(0) @binding({error_binding}) var<storage, read_write> cb_err: "
+                         f"array<atomic<i32>, {ERROR_WORDS}>;")
+
+        shared_bytes = 0
+        for b in k.buffers:
+            name = self._unique(b.name)
+            self.names[b.id] = name
+            size = math.prod(b.shape)
+            element = self._atomic_word(b) if b.id in self.atomic_buffers else self._vt(self._storage(b.type))
+            if b.kind == "shared":
+                decls.append(f"var<workgroup> {name}: array<{element}, {size}>;")
+                shared_bytes += size * 4 * b.type.width * max(1, b.type.dtype.itemsize // 4)
+            else:
+                self._line(f"var {name}: array<{element}, {size}>;")
+        for v in k.vars:
+            name = self._unique(v.name)
+            self.names[v.id] = name
+            self._line(f"var {name}: {self._vt(v.type)};")
+        if plane_ops:
+            self._line("let cb_lin = i32(cb_li);")
+            self._line(f"let cb_lane = cb_lin & {self.P - 1}i;")
+            if self.units % self.P == 0:
+                self._line(f"let cb_pmask: {self.mask_t} = {self.full_mask};")
+            else:
+                one = self._lit(1, self.mask_dtype)
+                self._line(f"let cb_plane_n = {self.units}i - (cb_lin - cb_lane);")
+                self._line(f"let cb_pmask: {self.mask_t} = select(({one} << u32(cb_plane_n)) - {one}, "
+                           f"{self.full_mask}, cb_plane_n >= {self.P}i);")
+        self._block(k.body)
+        if "scratch" in self.needs:
+            decls.append(f"var<workgroup> cb_scratch: array<vec2<u32>, {self.units}>;")
+            shared_bytes += 8 * self.units
+
+        dims = ", ".join(str(x) for x in k.cube_dim)
+        head = [f"// cubepy kernel '{k.name}': cube_dim={k.cube_dim} plane_dim={self.P} dialect=wgsl"]
+        if "f16" in self.needs:
+            head.append("enable f16;")
+        parts = ["\n".join(head)]
+        if members:
+            parts.append("struct CbArgs {\n" + "\n".join(members) + "\n}")
+        opaque = [n for n in sorted(self.needs) if n.startswith(("zero_", "one_"))]
+        decls += [f"var<private> cb_{n}: vec3<u32>;" for n in ("unit", "cube", "count")]
+        decls += [f"var<private> cb_{n}: {n.partition('_')[2]};" for n in opaque]
+        parts.append("\n".join(decls))
+        parts.extend(self.helpers.values())
+        entry = (f"@compute @workgroup_size({dims})\nfn {self.entry}(@builtin(local_invocation_id) cb_l: vec3<u32>, "
+                 "@builtin(workgroup_id) cb_w: vec3<u32>,\n    @builtin(num_workgroups) cb_n: vec3<u32>, "
+                 "@builtin(local_invocation_index) cb_li: u32) {\n"
+                 "  cb_unit = cb_l;\n  cb_cube = cb_w;\n  cb_count = cb_n;\n"
+                 + "".join(f"  cb_{n} = {_OPAQUE[n]};\n" for n in opaque) + "\n".join(self.body) + "\n}")
+        parts.append(entry)
+        source = "\n\n".join(parts) + "\n"
+        return WgslRendered(self.entry, source, buffers, fields, args_size, args_binding, error_binding, self.sites,
+                            self.units, self.P, shared_bytes, plane_ops and self.P > 1 and not self.emulate)
+
+
+__all__ = ["ArgField", "BufferBinding", "WgslRendered", "render"]

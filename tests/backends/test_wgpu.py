@@ -1,0 +1,197 @@
+"""The WebGPU backend: what it refuses and how it says so, what it reports of the adapter, its
+events and its residency. Skipped where wgpu-py or a WebGPU adapter is missing."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+
+import cubepy as cb
+from cubepy import Array, Mut, f32, f64, i32, u64
+
+pytest.importorskip("wgpu")
+
+
+@pytest.fixture(scope="module")
+def dev() -> cb.Device:
+    try:
+        return cb.device("wgpu")
+    except cb.BackendUnavailableError as e:
+        pytest.skip(f"no WebGPU device: {e}")
+
+
+@cb.kernel
+def to_bf16_and_back(x: Array[f32], y: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = f32(cb.bf16(x[i]))
+
+
+@cb.kernel
+def halve(x: Array[f64], y: Mut[Array[f64]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = x[i] * 0.5
+
+
+@cb.kernel
+def count_into_u64(hist: Mut[Array[u64]], x: Array[i32]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        cb.atomic_add(hist, x[i], u64(1))
+
+
+@cb.kernel
+def scale(x: Array, y: Mut[Array], k: i32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        y[i] = x[i] * k
+
+
+@cb.kernel
+def spin(x: Mut[Array[f32]], n: i32):
+    i = cb.ABSOLUTE_POS
+    acc = x[i]
+    for _ in range(n):
+        acc = acc * 0.999 + 1.0
+    x[i] = acc
+
+
+@cb.kernel
+def plane_sums(x: Array[f32], y: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    y[i] = cb.plane_sum(x[i])
+
+
+def test_bf16_is_refused_naming_the_kernel_the_type_and_the_fix(dev):
+    x = np.ones(8, np.float32)
+    with pytest.raises(cb.CubeTypeError) as e:
+        to_bf16_and_back.launch(1, 8, x, np.zeros(8, np.float32), device=dev)
+    message = str(e.value)
+    assert "to_bf16_and_back" in message and "bf16" in message and "WGSL" in message and "use f16 or f32" in message
+
+
+def test_a_type_the_adapter_lacks_is_refused_naming_the_array_and_the_feature(dev):
+    from cubepy.backends.wgpu.checks import check_types
+
+    x = np.ones(8)
+    ir = halve.compile(x, np.zeros(8), dim=8, device="interp").ir_module
+    without = dataclasses.replace(dev.properties, features=dev.properties.features - {"fp64"})
+    with pytest.raises(cb.CubeTypeError) as e:
+        check_types(ir, without)
+    message = str(e.value)
+    assert "halve" in message and "array 'x'" in message and "f64" in message and "shader-f64" in message
+    assert "use f32" in message
+
+
+def test_64_bit_atomics_are_refused_without_the_adapter_feature(dev):
+    from cubepy.backends.wgpu.wgsl import render
+
+    ir = count_into_u64.compile(np.zeros(4, np.uint64), np.zeros(8, np.int32), dim=8, device="interp").ir_module
+    with pytest.raises(cb.CubeTypeError, match="not on u64 \\(array 'hist'\\)"):
+        render(ir, atomics64=False)
+    if dev.properties.supports("atomics64"):
+        hist = np.zeros(4, np.uint64)
+        count_into_u64.launch(1, 64, hist, np.arange(40, dtype=np.int32) % 4, device=dev)
+        np.testing.assert_array_equal(hist, 10)
+
+
+def test_properties_come_from_the_adapter(dev):
+    from cubepy.backends.wgpu.subgroups import subgroup_size
+
+    state = dev.backend._state(dev.properties)
+    limits, features = state.adapter.limits, state.adapter.features
+    props = dev.properties
+    assert props.max_units_per_cube == limits["max-compute-invocations-per-workgroup"]
+    assert props.max_cube_dim == tuple(limits[f"max-compute-workgroup-size-{a}"] for a in "xyz")
+    assert props.max_cube_count[0] == limits["max-compute-workgroups-per-dimension"]
+    assert props.shared_memory_per_cube == limits["max-compute-workgroup-storage-size"]
+    assert props.supports("fp16") == ("shader-f16" in features)
+    assert props.supports("fp64") == ("shader-f64" in features)
+    native = subgroup_size(state) if "subgroup" in features else None
+    assert props.plane_dim == (native or 1) == props.plane_size_min == props.plane_size_max
+    with pytest.raises(cb.ArgumentValueError, match="subgroup size"):
+        cb.device("wgpu", plane_dim=3)
+
+
+def test_plane_size_one_makes_every_unit_its_own_plane():
+    one = cb.device("wgpu", plane_dim=1)
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros(16, np.float32)
+    plane_sums.launch(1, 16, x, y, device=one)
+    np.testing.assert_array_equal(y, x)
+
+
+def test_events_time_work_on_the_device(dev):
+    x = cb.preload_mut(np.zeros(4096, np.float32), device=dev)
+    spin[16, 256](x, 1, device=dev)
+    times = []
+    for n in (1, 20000):
+        start, stop = dev.event(), dev.event()
+        start.record()
+        spin[16, 256](x, n, device=dev)
+        stop.record()
+        times.append(stop.elapsed_ms(start))
+    assert 0 <= times[0] < times[1]
+    if dev.properties.supports("timestamps"):
+        assert type(start).__name__ == "TimestampEvent"
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int16", "int32", "float32"])
+def test_preloaded_arrays_stay_on_the_device_and_come_back_exact(dev, dtype):
+    rng = np.random.default_rng(5)
+    x = (rng.integers(0, 2, 100) if dtype == "bool" else rng.integers(-100, 100, 100)).astype(dtype)
+    if dtype == "uint8":
+        x = rng.integers(0, 256, 100).astype(dtype)
+    x_dev, y_dev = cb.preload(x, device=dev), cb.preload_mut(np.zeros_like(x), device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cb.TransferWarning)     # nothing travels per launch
+        for _ in range(4):
+            scale[2, 64](x_dev, y_dev, 3, device=dev)
+    with np.errstate(over="ignore"):
+        want = (x.astype(np.int64) * 3).astype(dtype) if dtype != "bool" else x
+    np.testing.assert_array_equal(y_dev.to_host(), want)
+    np.testing.assert_array_equal(x_dev.to_host(), x)
+    out = np.empty_like(x)
+    assert y_dev.to_host(out=out) is out
+    np.testing.assert_array_equal(out, want)
+
+
+def test_host_arrays_passed_launch_after_launch_are_noted_as_uploads(dev):
+    x, y = np.ones(64, np.float32), np.zeros(64, np.float32)
+    with pytest.warns(cb.TransferWarning, match="preload"):
+        for _ in range(4):
+            scale[1, 64](x, y, 2, device=dev)
+    np.testing.assert_array_equal(y, 2)
+
+
+def test_the_source_is_wgsl(dev):
+    compiled = scale.compile(np.ones(4, np.float32), np.ones(4, np.float32), 2, dim=64, device=dev)
+    source = compiled.source("source")
+    assert "@compute @workgroup_size(64, 1, 1)" in source and "var<storage, read_write> y" in source
+
+
+@cb.kernel
+def nan_and_constants(x: Array[f32], unequal: Mut[Array[cb.bool_]], truth: Mut[Array[cb.bool_]],
+                      scaled: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        unequal[i] = x[i] != 1.0
+        truth[i] = cb.bool_(x[i])
+        scaled[i] = (x[i] * x[i]) * f32(0.001)
+
+
+def test_what_lavapipe_would_fold_keeps_ieee_rules(dev):
+    # naga writes no NoContraction, so Mesa treats float ops as inexact: nan != 1.0 came out false
+    # and (x * x) * 0.001 was reassociated; fuzz seeds 6005 and 6025
+    x = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+    x[::7] = np.nan
+    outs = [np.zeros(1000, bool), np.zeros(1000, bool), np.zeros(1000, np.float32)]
+    nan_and_constants.launch(8, 128, x, *outs, device=dev)
+    np.testing.assert_array_equal(outs[0], x != 1.0)
+    np.testing.assert_array_equal(outs[1], x != 0)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(outs[2], (x * x) * np.float32(0.001))
