@@ -194,6 +194,7 @@ class WgslArithmetic(F64Math, Arithmetic):
         def copysign_zero(y: str) -> str:
             return f"bitcast<{t}>(bitcast<{ut}>({y}) & {sign})"
         head = f"let x = {self._up('a', dtype)};\n  let y = {self._up('b', dtype)};\n  "
+        fmod = self._fmod_helper(ft)
         if code == "pow":
             p, nan = self._math("pow", ft, "abs(x)", "y"), self._lit(float("nan"), ft)
             body = (head + f"if (y == {zero} || x == {one}) {{ return {self._down(one, dtype)}; }}\n"
@@ -204,13 +205,13 @@ class WgslArithmetic(F64Math, Arithmetic):
                     f"  let r = {p};\n"
                     f"  return {self._down(f'select(r, -r, x < {zero} && odd)', dtype)};")
         elif code == "mod":
-            body = (head + f"var m = x % y;\n"
+            body = (head + f"var m = {fmod}(x, y);\n"
                     f"  if (y == {zero}) {{ return {self._down('m', dtype)}; }}\n"
                     f"  if {self._fne('m', zero)} {{ if ((y < {zero}) != (m < {zero})) {{ m = m + y; }} }}"
                     f" else {{ m = {copysign_zero('y')}; }}\n"
                     f"  return {self._down('m', dtype)};")
         else:
-            body = (head + f"let m = x % y;\n"
+            body = (head + f"let m = {fmod}(x, y);\n"
                     f"  if (y == {zero}) {{ return {self._down('x / y', dtype)}; }}\n"
                     f"  var d = (x - m) / y;\n"
                     f"  if ({self._fne('m', zero)} && ((y < {zero}) != (m < {zero}))) {{ d = d - {one}; }}\n"
@@ -219,6 +220,32 @@ class WgslArithmetic(F64Math, Arithmetic):
                     f" else {{ q = {copysign_zero('x / y')}; }}\n"
                     f"  return {self._down('q', dtype)};")
         return self._fn_helper(name, f"a: {ct}, b: {ct}", ct, body)
+
+    def _fmod_helper(self, ft: DType) -> str:
+        """C's fmod, exact: WGSL's float ``%`` is ``x - y * trunc(x / y)`` on lavapipe, off by an ulp or
+        more. |x| is reduced by |y| * 2**k, largest first; each step is exact (Sterbenz), and k
+        falls every step. Exponents from the bits (lavapipe's frexp is wrong for subnormals)."""
+        t = self._c(ft)
+        wide = ft.bits == 64
+        ut, bias, mant = ("u64", 1023, 52) if wide else ("u32", 127, 23)
+        sfx = "lu" if wide else "u"
+        mask = 2 * bias + 1            # the exponent field
+        sign = f"0x{1 << (ft.bits - 1):x}{sfx}"
+        body = (f"if ({self._isnan('x', ft)} || {self._isnan('y', ft)} || !{self._isfinite('x', ft)} "
+                f"|| y == {self._lit(0.0, ft)}) {{ return x - x + (y - y) + {self._lit(float('nan'), ft)}; }}\n"
+                f"  let d = abs(y);\n  var r = abs(x);\n"
+                f"  if (!{self._isfinite('y', ft)} || r < d) {{ return x; }}\n"
+                f"  let ed = max(i32((bitcast<{ut}>(d) >> {mant}u) & {mask}{sfx}), 1i);\n"
+                f"  loop {{\n    if (r < d) {{ break; }}\n"
+                f"    let k = max(i32((bitcast<{ut}>(r) >> {mant}u) & {mask}{sfx}), 1i) - ed;\n"
+                f"    var s = d;\n    var left = k - 1i;\n"
+                f"    loop {{\n      if (left <= 0i) {{ break; }}\n      let j = min(left, {bias - 1}i);\n"
+                f"      s = s * bitcast<{t}>({ut}(j + {bias}i) << {mant}u);\n      left = left - j;\n    }}\n"
+                f"    loop {{\n      let s2 = s * {self._lit(2.0, ft)};\n      if (s2 > r) {{ break; }}\n"
+                f"      s = s2;\n    }}\n"
+                f"    r = r - s;\n  }}\n"
+                f"  return bitcast<{t}>(bitcast<{ut}>(r) | (bitcast<{ut}>(x) & {sign}));")
+        return self._fn_helper(f"cb_fmod_{ft.name}", f"x: {t}, y: {t}", t, body)
 
     def _erf_helper(self) -> str:
         """erf in f32, which WGSL lacks: a Taylor series near 0, else 1 - erfc by the Chebyshev fit

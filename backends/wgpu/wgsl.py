@@ -147,7 +147,7 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
         if isinstance(s, Const):
             cond = f"{var} {'<' if s.value > 0 else '>'} {stop}"
         else:
-            cond = f"select({var} > {stop}, {var} < {stop}, {step} > 0i)"
+            cond = f"select(({var} > {stop}), ({var} < {stop}), ({step} > 0i))"     # no `a < b, c > d`: a template
         self._line(f"for ({var} = {start}; {cond}; {var} += {step}) {{")
         self._nested(_without_tail_continue(op.blocks[0]))
         self._line("}")
