@@ -13,8 +13,8 @@ must:
   asynchronous backend at the next `synchronize`).
 
 may (the defaults describe a backend whose launches run to completion on host memory):
-- declarations: `preference`, `host_memory`, `takes_streams`, `device_array_platforms`,
-  `disk_cached`, `source_forms`;
+- declarations: `preference`, `default_candidate`, `host_memory`, `takes_streams`,
+  `device_array_platforms`, `disk_cached`, `source_forms`;
 - devices: `device_count`, `device_index`;
 - work: `synchronize`, `event`, `use_stream`, `source`, `direct_launcher`, `xla_ffi_handler`;
 - memory (for `cb.preload`, `cb.from_dlpack`, `Resident.to_host`): `to_device`, `to_host`,
@@ -85,6 +85,10 @@ class Backend:
     device_array_platforms: ClassVar[frozenset[str]] = frozenset()
     """Platforms of `DeviceArray` arguments used in place (e.g. ``{"cuda"}``); device arrays of
     other platforms are refused. A backend may `register_device_array` its own array type."""
+
+    default_candidate: ClassVar[bool] = True
+    """May be the default device (`cb.device()` without a name). A backend not yet trusted on every
+    device it finds says False: it runs only where a user names it, and is never probed unasked."""
 
     disk_cached: ClassVar[bool] = False
     """Compiled code goes to the disk cache (`cubepy.runtime.disk_cache`), so a compile in another

@@ -230,10 +230,15 @@ def host_device() -> Device:
 
 def _best_device() -> Device:
     """The first GPU in preference order, else the first device working on host memory (the CPU
-    backend); backends are probed one by one and only until one qualifies, so a process that
-    launches on CUDA never starts the OpenCL or HIP drivers."""
+    backend), among backends that are `default_candidate`s; backends are probed one by one and only
+    until one qualifies, so a process that launches on CUDA never starts the OpenCL or HIP drivers."""
     seen = []
     for name in backend_names():
+        try:
+            if not load_backend(name).default_candidate:
+                continue
+        except BackendUnavailableError:
+            pass                        # probed below, so that the reason is shown
         key = (name, ())
         if key not in _devices:
             _devices[key] = _probe(name, {})

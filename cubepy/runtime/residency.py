@@ -76,7 +76,10 @@ class Resident:
 
     def copy(self) -> Resident:
         """Another handle with a copy of the data, on the same device."""
-        return Resident(self.device, self.data.copy(), self.mutable, self.shape, self.dtype)
+        if hasattr(type(self.data), "copy"):          # NumPy, CuPy and pyopencl arrays copy on their device
+            return Resident(self.device, self.data.copy(), self.mutable, self.shape, self.dtype)
+        data = self.device.backend.to_device(self.to_host(), self.device.properties)    # through the host
+        return Resident(self.device, data, self.mutable, self.shape, self.dtype)
 
     # --- DLPack and the CUDA array interface: other libraries use the data in place ----------
 

@@ -152,3 +152,11 @@ def test_the_same_numpy_array_uploaded_on_each_launch_warns(gpu, rng):
     with pytest.warns(cb.TransferWarning, match="argument 'x' is the same NumPy array"):
         for _ in range(4):
             axpy[1, 64](x, y, flags, 1.0, device=gpu)
+
+
+def test_a_preloaded_device_buffer_copies(gpu, rng):
+    x = rng.standard_normal(50).astype(np.float32)
+    x_dev = cb.preload_mut(x, device=gpu)
+    twin = x_dev.copy()
+    assert twin.data is not x_dev.data
+    np.testing.assert_array_equal(twin.to_host(), x)
