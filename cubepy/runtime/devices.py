@@ -117,9 +117,7 @@ def device(name: str | None = None, **options: Any) -> Device:
     key = (name, tuple(sorted((k, type(v).__name__, v) for k, v in options.items())))
     cached = _devices.get(key)
     if cached is None:
-        if name not in backend_names():
-            raise ArgumentValueError(f"unknown device '{name}'; choose one of {', '.join(backend_names())}")
-        cached = _probe(name, options)
+        cached = _probe(name, options)      # an unknown name: ArgumentValueError, naming the known ones
         _devices[key] = cached
     cached.require()
     return cached
