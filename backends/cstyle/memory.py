@@ -7,7 +7,7 @@ from cubepy.errors import CubeTypeError
 from cubepy.ir.nodes import Buffer, Op
 from cubepy.ir.types import DTYPES_BY_NAME, DType
 
-from .rendered import EXTENT_WORDS, INDEX_WORDS, MAX_DIMS, OOBSite
+from .rendered import EXTENT_WORDS, INDEX_WORDS, add_oob_site
 
 
 class Memory:
@@ -89,13 +89,7 @@ class Memory:
     # --- the out-of-bounds report ---------------------------------------------------------
 
     def _op_report_oob(self, op: Op) -> None:
-        n = len(op.args) // 2
-        if n > MAX_DIMS:
-            raise CubeTypeError(f"arrays of more than {MAX_DIMS} dimensions are not supported", self.k.name, op.loc)
-        site = len(self.sites)
-        indices = op.args[:n]
-        self.sites.append(OOBSite(op.attrs.get("array", "?"), n, op.loc,
-                                  tuple(not a.type.dtype.is_signed for a in indices)))
+        site, n, indices = add_oob_site(op, self.sites, self.k.name)
         b = self.d.builtins
         cas = self.d.cas[32].format(p="&cb_err[0]", cmp="0", v="1")
         self._line(f"if ({cas} == 0) {{  // the first out-of-bounds access of the launch wins")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cubepy.ir.nodes import SourceLoc
+from cubepy.errors import CubeTypeError
+from cubepy.ir.nodes import Op, SourceLoc
 
 MAX_DIMS = 8
 # [flag, site, unit x y z, cube x y z, index (low, high) x MAX_DIMS, extent x MAX_DIMS], int32 words;
@@ -34,6 +35,16 @@ class OOBSite:
     ndim: int
     loc: SourceLoc | None
     unsigned: tuple[bool, ...] = ()    # per index: reported as an unsigned value (a u64 index)
+
+
+def add_oob_site(op: Op, sites: list[OOBSite], kernel_name: str) -> tuple[int, int, list]:
+    """Register the ``report_oob`` ``op`` as the next site: ``(its number, its rank, its indices)``."""
+    n = len(op.args) // 2
+    if n > MAX_DIMS:
+        raise CubeTypeError(f"arrays of more than {MAX_DIMS} dimensions are not supported", kernel_name, op.loc)
+    indices = op.args[:n]
+    sites.append(OOBSite(op.attrs.get("array", "?"), n, op.loc, tuple(not a.type.dtype.is_signed for a in indices)))
+    return len(sites) - 1, n, indices
 
 
 @dataclass

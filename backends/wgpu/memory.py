@@ -13,7 +13,7 @@ from cubepy.errors import CubeTypeError
 from cubepy.ir.nodes import Buffer, Op
 from cubepy.ir.types import DTYPES_BY_NAME, DType
 
-from ..cstyle.rendered import EXTENT_WORDS, INDEX_WORDS, MAX_DIMS, OOBSite
+from ..cstyle.rendered import EXTENT_WORDS, INDEX_WORDS, add_oob_site
 from .dialect import ATOMIC_FUNCTIONS, NARROW
 
 
@@ -106,13 +106,7 @@ class WgslMemory:
     # --- the out-of-bounds report ---------------------------------------------------------
 
     def _op_report_oob(self, op: Op) -> None:
-        n = len(op.args) // 2
-        if n > MAX_DIMS:
-            raise CubeTypeError(f"arrays of more than {MAX_DIMS} dimensions are not supported", self.k.name, op.loc)
-        site = len(self.sites)
-        indices = op.args[:n]
-        self.sites.append(OOBSite(op.attrs.get("array", "?"), n, op.loc,
-                                  tuple(not a.type.dtype.is_signed for a in indices)))
+        site, n, indices = add_oob_site(op, self.sites, self.k.name)
         words = [f"{site}i"] + [self.d.builtins[f"{k}_{a}"] for k in ("unit_pos", "cube_pos") for a in "xyz"]
         for a in indices:
             v, dt = self._arg(a), a.type.dtype
