@@ -11,6 +11,10 @@ plane ops use work-group barriers, so on this backend they must be reached by ev
 cube (cube-uniform control flow). Neither PoCL's CPU device nor NVIDIA's driver has sub-groups:
 the builtin path is compile-checked (clang, SPIR) but has not run on a device.
 
+Programs are cached on disk as the device's binaries (`cubepy.runtime.disk_cache`, namespace
+"opencl"), keyed by the source, the build options, the device, its driver and its platform;
+pyopencl's own cache is not used.
+
 Arguments: NumPy arrays are copied in (and Mut ones back, into the same array, after the
 launch); ``pyopencl.array.Array`` arguments (of this device's context, at offset 0) are used in
 place: the runtime describes them as `DeviceArray`s of platform "opencl".
@@ -22,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
+from hashlib import sha256
 from typing import Any
 
 import numpy as np
@@ -37,11 +42,13 @@ from cubepy.errors import (
 from cubepy.ir.nodes import Buffer, Kernel
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.device_host import DeviceBackend
+from cubepy.runtime.disk_cache import DiskCache
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import OPENCL, OPENCL_SUBGROUP_OPS, Dialect, Rendered, empty_record, oob_error, render
 
+CACHE = DiskCache("opencl", ".clbin")
 _STREAM: ContextVar[Any] = ContextVar("cubepy_opencl_queue", default=None)     # use_stream's queue
 
 
@@ -71,6 +78,7 @@ class Executable:
     kernel: Any
     state: _DeviceState
     error_buffer: Any = None
+    from_disk: bool = False            # the program was built from a binary in the disk cache
 
 
 _SUB_GROUP_PROBE = """#pragma OPENCL EXTENSION cl_khr_subgroups : enable
@@ -144,6 +152,7 @@ class OpenCLBackend(DeviceBackend):
     preference = 20
     device_array_platforms = frozenset({"opencl"})
     takes_streams = True
+    disk_cached = True
 
     def __init__(self):
         self._states: dict[DeviceProperties, _DeviceState] = {}
@@ -237,25 +246,45 @@ class OpenCLBackend(DeviceBackend):
         state = self._state(properties)
         _check_float_types(kernel, properties)
         rendered = self.render(kernel, properties)
-        program = self._build(cl, state, rendered, kernel)
+        program, from_disk = self._build(cl, state, rendered, kernel)
         if rendered.subgroups and _kernel_sub_group_size(cl, state, program, rendered, kernel) != kernel.plane_dim:
             emulated = state.dialect.with_(subgroup_ops={})               # sub-groups of another size: emulate
             rendered = render(_barriers_hoisted(kernel, emulated), emulated)
-            program = self._build(cl, state, rendered, kernel)
-        exe = Executable(rendered, program, getattr(program, rendered.name), state)
+            program, from_disk = self._build(cl, state, rendered, kernel)
+        exe = Executable(rendered, program, getattr(program, rendered.name), state, from_disk=from_disk)
         if rendered.sites:
             exe.error_buffer = cl.Buffer(state.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                                          hostbuf=empty_record())
         return exe
 
     @staticmethod
-    def _build(cl, state: _DeviceState, rendered: Rendered, kernel: Kernel):
+    def _build(cl, state: _DeviceState, rendered: Rendered, kernel: Kernel) -> tuple[Any, bool]:
+        """``(program, from_disk)``: built from the device's binary in the disk cache, else compiled
+        (once across processes) and its binary stored."""
+        strict = state.strict_options if kernel.fastmath is None else ()
+        options = [*OPENCL.fp_flags[kernel.fastmath], *strict, *state.build_options]
+        dev = state.cl_device
+        key = sha256("\0".join((rendered.source, dev.platform.name, dev.platform.version, dev.name,
+                                dev.driver_version, *options)).encode()).hexdigest()
+        built = []
+
+        def compile_binary() -> bytes:
+            try:
+                program = cl.Program(state.context, rendered.source).build(options=options, cache_dir=False)
+            except cl.RuntimeError as e:
+                raise ToolchainError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
+            built.append(program)
+            return bytes(program.get_info(cl.program_info.BINARIES)[0])
+
+        binary, _ = CACHE.get_or_build(key, compile_binary)
+        if built:
+            return built[0], False
         try:
-            strict = state.strict_options if kernel.fastmath is None else ()
-            return cl.Program(state.context, rendered.source).build(
-                options=list(OPENCL.fp_flags[kernel.fastmath]) + list(strict) + list(state.build_options))
-        except cl.RuntimeError as e:
-            raise ToolchainError(f"the OpenCL compiler rejected the generated code:\n{e}", kernel.name) from None
+            return cl.Program(state.context, [dev], [binary]).build(options=options), True
+        except cl.Error:                    # a binary this driver no longer loads: compile again
+            CACHE.discard(key)
+            compile_binary()
+            return built[0], False
 
     def source(self, kernel: Kernel, executable: Executable | None, properties: DeviceProperties, form: str) -> str:
         return executable.rendered.source if executable is not None else self.render(kernel).source

@@ -143,8 +143,7 @@ ONE_KERNEL = textwrap.dedent('''
     print(json.dumps({**cb.compile_stats(), "right": bool((y == x * 3).all())}))
 ''')
 
-CACHED_BACKENDS = [b for b in ("cpu", "cuda", "hip")
-                   if any(d.backend_name == b and d.available for d in cb.devices())]
+CACHED_BACKENDS = list(dict.fromkeys(d.backend_name for d in cb.devices() if d.available and d.backend.disk_cached))
 
 
 @pytest.mark.parametrize("backend", CACHED_BACKENDS)
