@@ -8,6 +8,7 @@ import re
 
 from cubepy.errors import CubeTypeError
 from cubepy.ir.nodes import Const, Value, Var
+from cubepy.ir.semantics import wrap
 from cubepy.ir.types import DTYPES_BY_NAME, DType, Type, f32
 
 C_WORDS = set("""auto bool break case char const continue default do double else enum extern float for goto if
@@ -101,9 +102,7 @@ class Naming:
             return "true" if value else "false"
         ct = self._c(dtype)
         if dtype.is_int:
-            v = int(value) & ((1 << dtype.bits) - 1)
-            if dtype.is_signed and v >= 1 << (dtype.bits - 1):
-                v -= 1 << dtype.bits
+            v = wrap(int(value), dtype)
             suffix = self.d.int_suffix.get(dtype.name, "")
             if dtype.bits < 32:
                 return f"(({ct}){v})"

@@ -67,7 +67,7 @@ class PlaneOps:
             read = call.format(x=f"({wide})x", lane="(uint)(ok ? s : lane)")
             body = (f"{fn}{ct} {name}(int a, {ct} x) {{\n"
                     f"  const int lane = (int)get_sub_group_local_id(), n = (int)get_sub_group_size();\n"
-                    f"  const int s = {_source_lane(code, self.P - 1)};\n"
+                    f"  const int s = {source_lane(code, self._lit(self.P - 1, i32))};\n"
                     f"  const bool ok = s >= 0 && s < n;\n  const {wide} y = {read};\n"
                     f"  return ok ? {back} : x;\n}}")
         else:
@@ -82,7 +82,7 @@ class PlaneOps:
         ct = self._c(dtype)
         rt = self._c(u64) if code == "plane_ballot" else "bool" if code in ("plane_all", "plane_any") else ct
         lane_arg = ", int a" if code in PLANE_SHUFFLES else ""
-        src = _source_lane(code, P - 1) if code in PLANE_SHUFFLES else None
+        src = source_lane(code, self._lit(P - 1, i32)) if code in PLANE_SHUFFLES else None
         combine = PLANE_COMBINE.get(code)
         zero = self._lit(0, dtype)
         if d.plane_mode == "shuffle":
@@ -167,15 +167,15 @@ def uses_barrier(op: Op, dialect) -> bool:
     return not on_sub_groups(op.opcode, op.args[0].type.dtype, dialect)
 
 
-_C_OPERATOR = {"and": "&", "xor": "^", "sub": "-", "add": "+"}
+_OPERATOR = {"and": "&", "xor": "^", "sub": "-", "add": "+"}
 
 
-def _source_lane(code: str, last: int) -> str:
-    """The C expression of the lane a shuffle reads (`PLANE_SOURCE_LANE`), over the helper's
-    ``lane`` and ``a``, for the hardware, sub-group and local-memory forms alike."""
+def source_lane(code: str, last: str) -> str:
+    """The expression of the lane a shuffle reads (`PLANE_SOURCE_LANE`), over the helper's ``lane``
+    and ``a`` and the literal ``last`` (the plane's last lane), for every form of the helpers."""
     inst, left, right = PLANE_SOURCE_LANE[code]
-    operand = {"a": "a", "lane": "lane", "last": str(last)}
-    return f"{operand[left]} {_C_OPERATOR[inst]} {operand[right]}"
+    operand = {"a": "a", "lane": "lane", "last": last}
+    return f"{operand[left]} {_OPERATOR[inst]} {operand[right]}"
 
 
 def _wide(dtype: DType) -> DType:
@@ -189,4 +189,4 @@ def _wide(dtype: DType) -> DType:
     return i32 if dtype.is_signed else u32
 
 
-__all__ = ["PlaneOps", "on_sub_groups", "uses_barrier"]
+__all__ = ["PlaneOps", "on_sub_groups", "source_lane", "uses_barrier"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from cubepy.errors import CubeTypeError
+from cubepy.ir.semantics import wrap
 from cubepy.ir.types import DTYPES_BY_NAME, DType, Type
 
 from ..cstyle.naming import Naming
@@ -45,9 +46,7 @@ class WgslNaming(Naming):
         if dtype.is_bool:
             return "true" if value else "false"
         if dtype.is_int:
-            v = int(value) & ((1 << dtype.bits) - 1)
-            if dtype.is_signed and v >= 1 << (dtype.bits - 1):
-                v -= 1 << dtype.bits
+            v = wrap(int(value), dtype)
             wide = self._c(dtype)
             suffix = INT_SUFFIX[wide]
             if v == -(1 << 31) and wide == "i32":

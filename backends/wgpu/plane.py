@@ -11,17 +11,10 @@ op is its value alone.
 from __future__ import annotations
 
 from cubepy.ir.nodes import Op
-from cubepy.ir.opcodes import PLANE_COMBINE, PLANE_REDUCE, PLANE_SHUFFLES, PLANE_SOURCE_LANE, PLANE_VOTES
-from cubepy.ir.types import DType
+from cubepy.ir.opcodes import PLANE_COMBINE, PLANE_REDUCE, PLANE_SHUFFLES, PLANE_VOTES
+from cubepy.ir.types import DType, i32
 
-_OPERATOR = {"and": "&", "xor": "^", "sub": "-", "add": "+"}
-
-
-def _source_lane(code: str, last: int) -> str:
-    """The lane a shuffle reads (`PLANE_SOURCE_LANE`) as an i32 expression over ``lane`` and ``a``."""
-    inst, left, right = PLANE_SOURCE_LANE[code]
-    operand = {"a": "a", "lane": "lane", "last": f"{last}i"}
-    return f"{operand[left]} {_OPERATOR[inst]} {operand[right]}"
+from ..cstyle.plane import source_lane
 
 
 class WgslPlane:
@@ -101,7 +94,7 @@ class WgslPlane:
             body = {"plane_all": f"return {bits} == m;", "plane_any": f"return {bits} != {none};",
                     "plane_ballot": f"return u64{bits};"}[code]
         elif code in PLANE_SHUFFLES:
-            src = _source_lane(code, P - 1)
+            src = source_lane(code, self._lit(P - 1, i32))
             body = (f"let s = {src};\n  let ok = s >= 0i && s < {P}i && {self._bit('m', 's')};\n"
                     f"  let y = {self._shfl('x_in', 'select(lane, s, ok)', dtype)};\n  return select(x_in, y, ok);")
         else:
@@ -168,7 +161,7 @@ class WgslPlane:
                     + {"plane_all": f"bits == {every};", "plane_any": f"bits != {zero};",
                        "plane_ballot": "u64(bits);"}[code])
         elif code in PLANE_SHUFFLES:
-            src = _source_lane(code, P - 1)
+            src = source_lane(code, self._lit(P - 1, i32))
             body = (f"let s = {src};\n  let ok = s >= 0i && s < n;\n"
                     f"  return select(x, {at('base + clamp(s, 0i, n - 1i)')}, ok);")
         else:
