@@ -1,5 +1,6 @@
-"""Control flow and op dispatch: blocks, ``if``/``for``/``for (;;)``, ``break``/``continue``/``return``,
-barriers (a mixin of `renderer._Renderer`)."""
+"""Control flow and op dispatch: blocks, ``if``/``for``/endless loops, ``break``/``continue``/``return``,
+barriers (a mixin of `renderer._Renderer` and of the WGSL renderer). The ``volatile`` tricks are
+C's: only the OpenCL dialects of PoCL ask for them (`Dialect.opaque_loops`, `Dialect.join_loop_exits`)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ class ControlFlow:
         if isinstance(s, Const):
             cond = f"{var} {'<' if s.value > 0 else '>'} {stop}"
         else:
-            cond = f"({step} > 0 ? {var} < {stop} : {var} > {stop})"
+            cond = self.d.step_test.format(var=var, stop=stop, step=step)
         self._line(f"for ({var} = {start}; {cond}; {var} += {step}) {{")
         self._nested(_without_tail_continue(op.blocks[0]))
         self._line("}")
@@ -95,7 +96,7 @@ class ControlFlow:
             self._line("}")
             return
         self._hide_entry_values(op)
-        self._line("for (;;) {")
+        self._line(self.d.forever)
         self._nested(_without_tail_continue(op.blocks[0]))
         self._line("}")
         self._join_exits(op)

@@ -1,8 +1,10 @@
 """Dialects of C that GPU kernels are written in: CUDA C++, HIP C++ and OpenCL C.
 
-A `Dialect` is data only: spellings of qualifiers, builtins, types, barriers, atomics and plane
-(warp/wavefront/sub-group) primitives. The renderer (`renderer.py`) never asks which dialect it
-is rendering; everything that differs between targets is an attribute here.
+A `Dialect` is data only: spellings of qualifiers, builtins, types, statements, barriers, atomics
+and plane (warp/wavefront/sub-group) primitives. The renderer (`renderer.py`) never asks which
+dialect it is rendering; everything that differs between targets is an attribute here. The WGSL
+renderer (`backends/wgpu`) renders through the same walk with a `Dialect` of its own, overriding
+the renderer's methods only where WGSL differs by more than a spelling.
 """
 
 from __future__ import annotations
@@ -149,6 +151,13 @@ class Dialect:
     # f64 -> narrower float conversions that round once ({x}); without one, f64 -> f16 goes
     # through float rounded to odd (plain `(half)(float)x` would round twice)
     from_double: dict = field(default_factory=dict)
+    # statements, C's by default (WGSL spells them otherwise): a value's definition, a variable's
+    # declaration, an endless loop's head, and the test of a ``for`` whose step has a sign known
+    # only at run time
+    let: str = "const {type} {name} = {value};"
+    var: str = "{type} {name};"
+    forever: str = "for (;;) {"
+    step_test: str = "({step} > 0 ? {var} < {stop} : {var} > {stop})"
 
     def with_(self, **changes) -> Dialect:
         return replace(self, **changes)

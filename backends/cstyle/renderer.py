@@ -1,7 +1,8 @@
 """IR -> readable C-family kernel source, one renderer for every `Dialect`: the `render` entry and the
 kernel assembly (signature, declarations, preamble); the ops are rendered by the mixins of `_Renderer`:
 `naming` (identifiers, C types, literals), `arith`, `memory` (loads, stores, atomics, ``report_oob``),
-`plane` and `control` (dispatch and control flow). What it returns is in `rendered`.
+`plane` and `control` (dispatch and control flow), over `emitter` (the rendering state and the
+writing of statements, which the WGSL renderer shares). What it returns is in `rendered`.
 
 Each SSA value becomes a typed local (``const float v12 = ...;``), each `Var` a C local declared at
 the top, structured control flow maps to ``if``/``for``/``for (;;)`` with ``break``/``continue``/
@@ -19,15 +20,16 @@ from __future__ import annotations
 
 import math
 
-from cubepy.ir.nodes import PLANE_OPS, Buffer, Kernel, Op, ScalarParam, walk
+from cubepy.ir.nodes import PLANE_OPS, Buffer, Kernel, ScalarParam, walk
 from cubepy.ir.types import DTYPES_BY_NAME, u64
 
 from .arith import Arithmetic
 from .control import ControlFlow
 from .dialect import Dialect
+from .emitter import Emitter
 from .memory import Memory
 from .naming import C_WORDS, Naming
-from .plane import PlaneOps, uses_barrier
+from .plane import PlaneOps
 from .rendered import ERROR_WORDS, MAX_DIMS, ArgSlot, OOBSite, Rendered
 
 
@@ -36,49 +38,16 @@ def render(kernel: Kernel, dialect: Dialect, name: str | None = None) -> Rendere
     return _Renderer(kernel, dialect, name).run()
 
 
-class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow):
-    """The rendering state and kernel assembly; the mixins render the ops (see the module docstring)."""
+class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
+    """The kernel assembly; the mixins render the ops (see the module docstring)."""
 
     def __init__(self, kernel: Kernel, dialect: Dialect, name: str | None):
-        self.k, self.d = kernel, dialect
-        self.P = kernel.plane_dim
-        self.units = math.prod(kernel.cube_dim)
+        super().__init__(kernel, dialect)
         self.entry = name or self._ident(kernel.name)
         self.used: set[str] = set(C_WORDS) | {self.entry}
-        self.names: dict[int, str] = {}
-        self.values_named = 0       # values are numbered per kernel, so equal kernels render equal text
-        self.helpers: dict[str, str] = {}
         self.structs: dict[str, str] = {}
-        self.body: list[str] = []
-        self.depth = 1
-        self.sites: list[OOBSite] = []
-        self.needs: set[str] = set()
         self.mask_t = self._c(u64 if self.P > 32 else DTYPES_BY_NAME["u32"])
-        self.full_mask = "0xffffffffffffffffull" if self.P == 64 else f"0x{(1 << self.P) - 1:x}u"
-        if self.P > 32:
-            self.full_mask = self._lit((1 << 64) - 1, u64)
-
-    # --- emission -----------------------------------------------------------------------
-
-    def _line(self, s: str) -> None:
-        self.body.append("  " * self.depth + s)
-
-    def _helper(self, name: str, code: str) -> str:
-        if name not in self.helpers:
-            self.helpers[name] = code
-        return name
-
-    def _define(self, op: Op, element) -> None:
-        """Define op.result from ``element(i)``: the scalar expression of element ``i`` (None: scalar)."""
-        t = op.result.type
-        name = self._name(op.result)
-        vt = self._vt(t)
-        if t.width == 1:
-            self._line(f"const {vt} {name} = {element(None)};")
-            return
-        self._line(f"{vt} {name};")
-        for i in range(t.width):
-            self._line(f"{self._el(name, t, i)} = {element(i)};")
+        self.full_mask = f"0x{(1 << self.P) - 1:x}u" if self.P <= 32 else self._lit((1 << 64) - 1, u64)
 
     # --- kernel -------------------------------------------------------------------------
 
@@ -87,7 +56,6 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow):
         ops = list(walk(k.body))
         if any(op.opcode == "report_oob" for op in ops):
             self.needs.add("error")
-        self.opaque_loops = d.opaque_loops and any(uses_barrier(op, d) for op in ops)
         plane_ops = any(op.opcode in PLANE_OPS for op in ops) or any(
             op.opcode == "builtin" and op.attrs["name"] == "unit_pos_plane" for op in ops)
 
@@ -135,10 +103,7 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow):
                 self._line(f"{d.shared_q}{self._vt(st)} {name}[{size}];")
             else:
                 self._line(f"{self._vt(st)} {name}[{size}];")
-        for v in k.vars:
-            name = self._unique(v.name)
-            self.names[v.id] = name
-            self._line(f"{self._vt(v.type)} {name};")
+        self._declare_vars()
         if plane_ops:
             dx, dy, _ = k.cube_dim
             b = d.builtins

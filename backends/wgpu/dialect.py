@@ -65,6 +65,9 @@ WGSL = Dialect(
     barrier="storageBarrier(); workgroupBarrier();",
     types=TYPES, vector_types={}, vector_elems=(), struct_decl="", int_suffix=INT_SUFFIX, float_suffix={},
     math=MATH, inf="", nan="", atomics={}, cas={}, bitcast="bitcast<{to}>({x})", plane_mode="shuffle",
+    let="let {name}: {type} = {value};", var="var {name}: {type};", forever="loop {",
+    # parenthesized: in `select(a > b, a < b, ...)` WGSL reads `b, a < b` as a template list
+    step_test="select(({var} > {stop}), ({var} < {stop}), ({step} > 0i))",
 )
 
 __all__ = ["ATOMIC_FUNCTIONS", "F32_ONLY", "FLOAT_BITS", "FLOAT_SUFFIX", "INT_SUFFIX", "MATH", "NARROW",

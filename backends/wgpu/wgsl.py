@@ -16,9 +16,10 @@ import math
 from dataclasses import dataclass
 
 from cubepy.ir.nodes import PLANE_OPS, Buffer, Const, Kernel, Op, ScalarParam, walk
-from cubepy.ir.types import u32, u64
+from cubepy.ir.types import Type, u32, u64
 
-from ..cstyle.control import ControlFlow, _without_tail_continue
+from ..cstyle.control import ControlFlow
+from ..cstyle.emitter import Emitter
 from ..cstyle.naming import C_WORDS
 from ..cstyle.rendered import ERROR_WORDS, OOBSite
 from .arith import WgslArithmetic
@@ -79,26 +80,15 @@ def render(kernel: Kernel, name: str | None = None, atomics64: bool = True, emul
     return WgslRenderer(kernel, name, atomics64, emulate).run()
 
 
-class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlow):
-    """The rendering state and module assembly; the mixins render the ops."""
+class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlow, Emitter):
+    """The module assembly; the mixins render the ops."""
 
     def __init__(self, kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False):
-        self.k, self.d = kernel, WGSL
+        super().__init__(kernel, WGSL)
         self.atomics64, self.emulate = atomics64, emulate and kernel.plane_dim > 1
-        self.P = kernel.plane_dim
-        self.units = math.prod(kernel.cube_dim)
         self.used: set[str] = set(C_WORDS) | RESERVED
         self.entry = self._unique(name or kernel.name)
-        self.names: dict = {}
-        self.values_named = 0
-        self.helpers: dict[str, str] = {}
-        self.body: list[str] = []
-        self.depth = 1
-        self.sites: list[OOBSite] = []
-        self.needs: set[str] = set()
-        self.extents: dict[tuple[int, int], str] = {}
         self.atomic_buffers: set[int] = set()
-        self.opaque_loops = False
         self.bound_consts: dict[int, str] = {}       # Const id -> the let that holds it
         self.mask_dtype = u64 if self.P > 32 else u32
         self.mask_t = self._c(self.mask_dtype)
@@ -106,22 +96,11 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
 
     # --- emission -----------------------------------------------------------------------
 
-    def _line(self, s: str) -> None:
-        self.body.append("  " * self.depth + s)
-
-    def _helper(self, name: str, code: str) -> str:
-        self.helpers.setdefault(name, code)
-        return name
-
-    def _define(self, op: Op, element) -> None:
-        """Define op.result from ``element(i)``: the scalar expression of element ``i`` (None: scalar)."""
-        t = op.result.type
-        name = self._name(op.result)
-        if t.width == 1:
-            self._line(f"let {name}: {self._vt(t)} = {element(None)};")
-            return
+    def _define_line(self, name: str, t: Type, element) -> None:
         items = ", ".join(element(i) for i in range(t.width))
         self._line(f"let {name} = {self._vt(t)}({items});")
+
+    # --- ops of constants only --------------------------------------------------------------
 
     def _op(self, op: Op) -> None:
         """An op of constants only (a math function the IR does not fold, ``sqrt(-7.5)``) takes its
@@ -131,31 +110,12 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
                 and op.args[0].type.width == 1:
             first = op.args[0]
             held = self._unique("cb_k")
-            self._line(f"let {held}: {self._vt(first.type)} = {self._lit(first.value, first.type.dtype)};")
+            self._let(held, self._vt(first.type), self._lit(first.value, first.type.dtype))
             self.bound_consts[first.id] = held
             super()._op(op)
             del self.bound_consts[first.id]
             return
         super()._op(op)
-
-    # --- control flow WGSL spells otherwise -----------------------------------------------
-
-    def _op_for(self, op: Op) -> None:
-        start, stop, step = (self._arg(a) for a in op.args)
-        var = self.names[op.attrs["var"].id]
-        s = op.args[2]
-        if isinstance(s, Const):
-            cond = f"{var} {'<' if s.value > 0 else '>'} {stop}"
-        else:
-            cond = f"select(({var} > {stop}), ({var} < {stop}), ({step} > 0i))"     # no `a < b, c > d`: a template
-        self._line(f"for ({var} = {start}; {cond}; {var} += {step}) {{")
-        self._nested(_without_tail_continue(op.blocks[0]))
-        self._line("}")
-
-    def _op_loop(self, op: Op) -> None:
-        self._line("loop {")
-        self._nested(_without_tail_continue(op.blocks[0]))
-        self._line("}")
 
     # --- the module -----------------------------------------------------------------------
 
@@ -225,10 +185,7 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
                 shared_bytes += size * 4 * b.type.width * max(1, b.type.dtype.itemsize // 4)
             else:
                 self._line(f"var {name}: array<{element}, {size}>;")
-        for v in k.vars:
-            name = self._unique(v.name)
-            self.names[v.id] = name
-            self._line(f"var {name}: {self._vt(v.type)};")
+        self._declare_vars()
         if plane_ops:
             self._line("let cb_lin = i32(cb_li);")
             self._line(f"let cb_lane = cb_lin & {self.P - 1}i;")
