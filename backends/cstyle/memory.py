@@ -1,87 +1,94 @@
 """Where values come from and go: parameters, extents and built-in positions; array and variable loads
-and stores; atomics (native or CAS loops); the ``report_oob`` error record (a mixin of `renderer._Renderer`)."""
+and stores; atomics (native or CAS loops); the ``report_oob`` error record (a mixin of `renderer._Renderer`,
+and of the WGSL renderer, which overrides the hooks `_read`, `_write`, `_store_line`, `_index_words`,
+`_record` and the atomics)."""
 
 from __future__ import annotations
 
 from cubepy.errors import CubeTypeError
 from cubepy.ir.nodes import Buffer, Op
-from cubepy.ir.types import DTYPES_BY_NAME, DType
+from cubepy.ir.types import DTYPES_BY_NAME, DType, Type, i32
 
 from .rendered import EXTENT_WORDS, INDEX_WORDS, add_oob_site
 
 
 class Memory:
-    """Inputs, loads, stores, atomics and the out-of-bounds report."""
+    """Inputs, loads, stores, atomics and the out-of-bounds report; the renderer provides ``names``
+    (arrays, variables, ``("param", index)``) and ``extents`` ((array id, axis) -> its extent)."""
 
     # --- inputs ---------------------------------------------------------------------------
 
     def _op_builtin(self, op: Op) -> None:
         name = op.attrs["name"]
         if name == "plane_dim":
-            expr = str(self.P)
+            expr = self._lit(self.P, i32)
         elif name == "unit_pos_plane":
             expr = "cb_lane"
-        else:
+        elif name in self.d.builtins:
             expr = self.d.builtins[name]
+        else:       # a cube extent the dialect has no builtin for (WGSL's): the kernel's, a constant
+            expr = self._lit(self.k.cube_dim["xyz".index(name[-1])], i32)
         self._define(op, lambda i: expr)
 
     def _op_param(self, op: Op) -> None:
         name = self.names[("param", op.attrs["index"])]
         dt = op.result.type.dtype
-        pd = self.d.param_storage.get(dt.name)
-        if pd is None:
-            expr = name
-        elif dt.is_bool:
-            expr = f"({name} != 0)"
-        else:
-            expr = self._cast(name, DTYPES_BY_NAME[pd], dt)
+        held = self.d.param_storage.get(dt.name)
+        expr = name if held is None else self._cast(name, DTYPES_BY_NAME[held], dt)
         self._define(op, lambda i: expr)
 
     def _op_shape(self, op: Op) -> None:
-        buf = op.args[0]
-        self._define(op, lambda i: f"{self.names[buf.id]}_shape{op.attrs['dim']}")
+        extent = self.extents[(op.args[0].id, op.attrs["dim"])]
+        self._define(op, lambda i: extent)
 
     # --- arrays and variables -------------------------------------------------------------
 
-    def _index(self, buf: Buffer, indices) -> str:
-        name = self.names[buf.id]
+    def _ref(self, buf: Buffer, indices) -> str:
+        """The element of ``buf`` at ``indices`` (row-major)."""
         idx = [self._arg(a) for a in indices]
-        if not idx:
-            return "0"
-        flat = idx[0]
+        flat = idx[0] if idx else self._lit(0, i32)
         for dim, i in enumerate(idx[1:], start=1):
-            extent = str(buf.shape[dim]) if buf.shape is not None else f"{name}_shape{dim}"
+            extent = self._lit(buf.shape[dim], i32) if buf.shape is not None else self.extents[(buf.id, dim)]
             flat = f"({flat}) * {extent} + {i}"
-        return flat
+        return f"{self.names[buf.id]}[{flat}]"
+
+    def _read(self, buf: Buffer, ref: str) -> str:
+        """The value of the element ``ref`` of ``buf``."""
+        return ref
+
+    def _write(self, buf: Buffer, ref: str, value: str) -> None:
+        self._line(f"{ref} = {value};")
 
     def _op_load(self, op: Op) -> None:
         buf = op.args[0]
-        ref = f"{self.names[buf.id]}[{self._index(buf, op.args[1:])}]"
+        ref = self._ref(buf, op.args[1:])
         st = self._storage(buf.type)
         if st == buf.type:
-            self._line(f"const {self._vt(buf.type)} {self._name(op.result)} = {ref};")
+            self._let(self._name(op.result), self._vt(buf.type), self._read(buf, ref))
             return
-        tmp = self._unique(f"{self._name(op.result)}_raw")
-        self._line(f"const {self._vt(st)} {tmp} = {ref};")
-        self._define(op, lambda i: self._cast(self._el(tmp, st, i), st.dtype, buf.type.dtype))
+        raw = self._unique(f"{self._name(op.result)}_raw")
+        self._let(raw, self._vt(st), ref)
+        self._define(op, lambda i: self._cast(self._el(raw, st, i), st.dtype, buf.type.dtype))
 
     def _op_store(self, op: Op) -> None:
         buf, value = op.args[0], op.args[-1]
-        ref = f"{self.names[buf.id]}[{self._index(buf, op.args[1:-1])}]"
+        ref = self._ref(buf, op.args[1:-1])
         st = self._storage(buf.type)
         if st == buf.type:
-            self._line(f"{ref} = {self._arg(value)};")
+            self._write(buf, ref, self._arg(value))
         elif st.width == 1:
             self._line(f"{ref} = {self._cast(self._arg(value), buf.type.dtype, st.dtype)};")
         else:
-            tmp = self._unique("cb_store")
-            self._line(f"{self._vt(st)} {tmp};")
-            for i in range(st.width):
-                self._line(f"{self._el(tmp, st, i)} = {self._cast(self._arg(value, i), buf.type.dtype, st.dtype)};")
-            self._line(f"{ref} = {tmp};")
+            self._store_line(ref, st, lambda i: self._cast(self._arg(value, i), buf.type.dtype, st.dtype))
+
+    def _store_line(self, ref: str, t: Type, element) -> None:
+        """Store at ``ref`` the Line of type ``t`` whose elements are ``element(i)``."""
+        held = self._unique("cb_store")
+        self._define_line(held, t, element)
+        self._line(f"{ref} = {held};")
 
     def _op_load_var(self, op: Op) -> None:
-        self._line(f"const {self._vt(op.result.type)} {self._name(op.result)} = {self.names[op.args[0].id]};")
+        self._let(self._name(op.result), self._vt(op.result.type), self.names[op.args[0].id])
 
     def _op_store_var(self, op: Op) -> None:
         self._line(f"{self.names[op.args[0].id]} = {self._arg(op.args[1])};")
@@ -91,20 +98,27 @@ class Memory:
     def _op_report_oob(self, op: Op) -> None:
         site, n, indices = add_oob_site(op, self.sites, self.k.name)
         b = self.d.builtins
+        words = [self._lit(site, i32)] + [b[f"{k}_{a}"] for k in ("unit_pos", "cube_pos") for a in "xyz"]
+        stores = list(enumerate(words, start=1))
+        for j, a in enumerate(indices):
+            low, high = self._index_words(self._arg(a), a.type.dtype)
+            stores += [(INDEX_WORDS + 2 * j, low), (INDEX_WORDS + 2 * j + 1, high)]
+        stores += [(EXTENT_WORDS + j, self._arg(a)) for j, a in enumerate(op.args[n:])]
+        self._record(stores)
+
+    def _index_words(self, v: str, dtype: DType) -> tuple[str, str]:
+        """The index ``v`` as two int32 words: low, high (a narrower index sign-extended)."""
+        u32, u64 = self._c(DTYPES_BY_NAME["u32"]), self._c(DTYPES_BY_NAME["u64"])
+        high = f"(int)({u32})(({u64})({v}) >> 32)" if dtype.bits == 64 else f"({v} < 0 ? -1 : 0)"
+        return f"(int)({u32})({v})", high
+
+    def _record(self, stores: list[tuple[int, str]]) -> None:
+        """Write the words ``stores`` ((word, value)) into the error record if this is the launch's
+        first report (word 0, claimed by a compare-and-swap)."""
         cas = self.d.cas[32].format(p="&cb_err[0]", cmp="0", v="1")
         self._line(f"if ({cas} == 0) {{  // the first out-of-bounds access of the launch wins")
-        vals = [str(site)] + [b[f"unit_pos_{a}"] for a in "xyz"] + [b[f"cube_pos_{a}"] for a in "xyz"]
-        for j, v in enumerate(vals):
-            self._line(f"  cb_err[{j + 1}] = {v};")
-        u32, u64 = self._c(DTYPES_BY_NAME["u32"]), self._c(DTYPES_BY_NAME["u64"])
-        for j, a in enumerate(indices):
-            v = self._arg(a)
-            high = (f"(int)({u32})(({u64})({v}) >> 32)" if a.type.dtype.bits == 64
-                    else f"({v} < 0 ? -1 : 0)")
-            self._line(f"  cb_err[{INDEX_WORDS + 2 * j}] = (int)({u32})({v});")
-            self._line(f"  cb_err[{INDEX_WORDS + 2 * j + 1}] = {high};")
-        for j, a in enumerate(op.args[n:]):
-            self._line(f"  cb_err[{EXTENT_WORDS + j}] = {self._arg(a)};")
+        for j, w in stores:
+            self._line(f"  cb_err[{j}] = {w};")
         self._line("}")
 
     # --- atomics --------------------------------------------------------------------------
@@ -114,11 +128,11 @@ class Memory:
         nvals = 2 if kind == "cas" else 1
         if buf.type.width != 1:
             raise CubeTypeError("atomics work on scalar elements, not Lines", self.k.name, op.loc)
-        ref = f"{self.names[buf.id]}[{self._index(buf, op.args[1:-nvals])}]"
+        ref = self._ref(buf, op.args[1:-nvals])
         helper = self._atomic_helper(kind, buf.type.dtype, buf.kind)
         vals = ", ".join(self._arg(a) for a in op.args[-nvals:])
         if op.result is not None:
-            self._line(f"const {self._vt(op.result.type)} {self._name(op.result)} = {helper}(&{ref}, {vals});")
+            self._let(self._name(op.result), self._vt(op.result.type), f"{helper}(&{ref}, {vals})")
         else:
             self._line(f"{helper}(&{ref}, {vals});")
 

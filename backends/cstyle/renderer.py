@@ -71,6 +71,7 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
                 size = st.dtype.itemsize * st.width
                 alignments[p.param_index] = min(16, size & -size) if st.width > 1 else st.dtype.itemsize
                 for dim in range(p.ndim):
+                    self.extents[(p.id, dim)] = f"{name}_shape{dim}"
                     params.append(f"int {name}_shape{dim}")
                     slots.append(ArgSlot("shape", p.param_index, dim))
             else:

@@ -65,6 +65,8 @@ WGSL = Dialect(
     barrier="storageBarrier(); workgroupBarrier();",
     types=TYPES, vector_types={}, vector_elems=(), struct_decl="", int_suffix=INT_SUFFIX, float_suffix={},
     math=MATH, inf="", nan="", atomics={}, cas={}, bitcast="bitcast<{to}>({x})", plane_mode="shuffle",
+    # bool is not host-shareable: arrays hold it as u32 words, and so does the argument struct (with f16 as f32)
+    storage={"bool_": "u32"}, param_storage={"bool_": "u32", "f16": "f32"},
     let="let {name}: {type} = {value};", var="var {name}: {type};", forever="loop {",
     # parenthesized: in `select(a > b, a < b, ...)` WGSL reads `b, a < b` as a template list
     step_test="select(({var} > {stop}), ({var} < {stop}), ({step} > 0i))",

@@ -1,6 +1,6 @@
-"""Where values come from and go in WGSL: scalar parameters and extents (fields of one argument
-struct), built-in positions, array and variable loads and stores, atomics and the ``report_oob``
-error record (a mixin of `wgsl.WgslRenderer`).
+"""Memory in WGSL: arrays some atomic op touches, atomics and the ``report_oob`` error record (a mixin
+of `wgsl.WgslRenderer`, over the C-style renderer's `cstyle.memory`, which renders the parameters,
+extents, built-in positions, loads and stores).
 
 WGSL atomics are types: an array some atomic op touches is declared ``array<atomic<i32|u32>>``
 and every access of it is atomic (f32 as its bits in u32). What no atomic function does (f32, narrow
@@ -11,53 +11,16 @@ from __future__ import annotations
 
 from cubepy.errors import CubeTypeError
 from cubepy.ir.nodes import Buffer, Op
-from cubepy.ir.types import DTYPES_BY_NAME, DType
+from cubepy.ir.types import DType
 
-from ..cstyle.rendered import EXTENT_WORDS, INDEX_WORDS, add_oob_site
+from ..cstyle.memory import Memory
 from .dialect import ATOMIC_FUNCTIONS, NARROW
 
 
-class WgslMemory:
-    """Inputs, loads, stores, atomics and the out-of-bounds report."""
+class WgslMemory(Memory):
+    """Atomic arrays, the error record and atomics; the rest is the C-style renderer's."""
 
-    # --- inputs ---------------------------------------------------------------------------
-
-    def _op_builtin(self, op: Op) -> None:
-        name = op.attrs["name"]
-        if name == "plane_dim":
-            expr = self._lit(self.P, DTYPES_BY_NAME["i32"])
-        elif name == "unit_pos_plane":
-            expr = "cb_lane"
-        elif name.startswith("cube_dim_"):
-            expr = self._lit(self.k.cube_dim["xyz".index(name[-1])], DTYPES_BY_NAME["i32"])
-        else:
-            expr = self.d.builtins[name]
-        self._define(op, lambda i: expr)
-
-    def _op_param(self, op: Op) -> None:
-        field = f"cb_args.{self.names[('param', op.attrs['index'])]}"
-        dt = op.result.type.dtype
-        expr = f"({field} != 0u)" if dt.is_bool else f"f16({field})" if dt.name == "f16" else field
-        self._define(op, lambda i: expr)
-
-    def _op_shape(self, op: Op) -> None:
-        field = self.extents[(op.args[0].id, op.attrs["dim"])]
-        self._define(op, lambda i: f"cb_args.{field}")
-
-    # --- arrays and variables -------------------------------------------------------------
-
-    def _index(self, buf: Buffer, indices) -> str:
-        idx = [self._arg(a) for a in indices]
-        if not idx:
-            return "0i"
-        flat = idx[0]
-        for dim, i in enumerate(idx[1:], start=1):
-            extent = str(buf.shape[dim]) + "i" if buf.shape is not None else f"cb_args.{self.extents[(buf.id, dim)]}"
-            flat = f"({flat}) * {extent} + {i}"
-        return flat
-
-    def _ref(self, buf: Buffer, indices) -> str:
-        return f"{self.names[buf.id]}[{self._index(buf, indices)}]"
+    # --- atomic arrays --------------------------------------------------------------------
 
     def _from_word(self, word: str, dtype: DType) -> str:
         """A value of ``dtype`` from what an atomic array holds (floats: their bits)."""
@@ -66,59 +29,25 @@ class WgslMemory:
     def _to_word(self, value: str, dtype: DType) -> str:
         return f"bitcast<u{dtype.bits}>({value})" if dtype.is_float else value
 
-    def _op_load(self, op: Op) -> None:
-        buf = op.args[0]
-        ref = self._ref(buf, op.args[1:])
-        name, t = self._name(op.result), buf.type
-        if buf.id in self.atomic_buffers:
-            self._line(f"let {name}: {self._vt(t)} = {self._from_word(f'atomicLoad(&{ref})', t.dtype)};")
-            return
-        st = self._storage(t)
-        if st == t:
-            self._line(f"let {name}: {self._vt(t)} = {ref};")
-            return
-        raw = self._unique(f"{name}_raw")
-        self._line(f"let {raw}: {self._vt(st)} = {ref};")
-        self._define(op, lambda i: f"({self._el(raw, st, i)} != 0u)")
+    def _read(self, buf: Buffer, ref: str) -> str:
+        return self._from_word(f"atomicLoad(&{ref})", buf.type.dtype) if buf.id in self.atomic_buffers else ref
 
-    def _op_store(self, op: Op) -> None:
-        buf, value = op.args[0], op.args[-1]
-        ref = self._ref(buf, op.args[1:-1])
-        t = buf.type
+    def _write(self, buf: Buffer, ref: str, value: str) -> None:
         if buf.id in self.atomic_buffers:
-            self._line(f"atomicStore(&{ref}, {self._to_word(self._arg(value), t.dtype)});")
-            return
-        st = self._storage(t)
-        if st == t:
-            self._line(f"{ref} = {self._arg(value)};")
-        elif st.width == 1:
-            self._line(f"{ref} = select(0u, 1u, {self._arg(value)});")
+            self._line(f"atomicStore(&{ref}, {self._to_word(value, buf.type.dtype)});")
         else:
-            items = ", ".join(f"select(0u, 1u, {self._arg(value, i)})" for i in range(st.width))
-            self._line(f"{ref} = {self._vt(st)}({items});")
-
-    def _op_load_var(self, op: Op) -> None:
-        self._line(f"let {self._name(op.result)}: {self._vt(op.result.type)} = {self.names[op.args[0].id]};")
-
-    def _op_store_var(self, op: Op) -> None:
-        self._line(f"{self.names[op.args[0].id]} = {self._arg(op.args[1])};")
+            self._line(f"{ref} = {value};")
 
     # --- the out-of-bounds report ---------------------------------------------------------
 
-    def _op_report_oob(self, op: Op) -> None:
-        site, n, indices = add_oob_site(op, self.sites, self.k.name)
-        words = [f"{site}i"] + [self.d.builtins[f"{k}_{a}"] for k in ("unit_pos", "cube_pos") for a in "xyz"]
-        for a in indices:
-            v, dt = self._arg(a), a.type.dtype
-            if dt.bits == 64:
-                words += [f"bitcast<i32>(u32(u64({v}) & 0xfffffffflu))", f"bitcast<i32>(u32(u64({v}) >> 32u))"]
-            elif dt.is_signed:
-                words += [f"i32({v})", f"select(0i, -1i, {v} < 0i)"]
-            else:
-                words += [f"bitcast<i32>(u32({v}))", "0i"]
-        stores = [(j + 1, w) for j, w in enumerate(words[:7])]
-        stores += [(INDEX_WORDS + j, w) for j, w in enumerate(words[7:])]
-        stores += [(EXTENT_WORDS + j, self._arg(a)) for j, a in enumerate(op.args[n:])]
+    def _index_words(self, v: str, dtype: DType) -> tuple[str, str]:
+        if dtype.bits == 64:
+            return f"bitcast<i32>(u32(u64({v}) & 0xfffffffflu))", f"bitcast<i32>(u32(u64({v}) >> 32u))"
+        if dtype.is_signed:
+            return f"i32({v})", f"select(0i, -1i, {v} < 0i)"
+        return f"bitcast<i32>(u32({v}))", "0i"
+
+    def _record(self, stores: list[tuple[int, str]]) -> None:
         self._line("loop {  // the first out-of-bounds access of the launch wins")
         self._line("  let cb_claim = atomicCompareExchangeWeak(&cb_err[0], 0i, 1i);")
         self._line("  if (cb_claim.exchanged) {")

@@ -7,7 +7,7 @@ import math
 
 from cubepy.errors import CubeTypeError
 from cubepy.ir.semantics import wrap
-from cubepy.ir.types import DTYPES_BY_NAME, DType, Type
+from cubepy.ir.types import DType, Type
 
 from ..cstyle.naming import Naming
 from .dialect import FLOAT_BITS, FLOAT_SUFFIX, INT_SUFFIX, TYPES
@@ -30,10 +30,6 @@ class WgslNaming(Naming):
 
     def _vt(self, t: Type) -> str:
         return self._c(t.dtype) if t.width == 1 else f"array<{self._c(t.dtype)}, {t.width}>"
-
-    def _storage(self, t: Type) -> Type:
-        """What memory holds: bool is not host-shareable, so its elements are u32 words."""
-        return Type(DTYPES_BY_NAME["u32"], t.width) if t.dtype.is_bool else t
 
     def _el(self, expr: str, t: Type, i: int | None) -> str:
         return expr if i is None or t.width == 1 else f"{expr}[{i}]"

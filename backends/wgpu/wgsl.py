@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from cubepy.ir.nodes import PLANE_OPS, Buffer, Const, Kernel, Op, ScalarParam, walk
-from cubepy.ir.types import Type, u32, u64
+from cubepy.ir.types import DTYPES_BY_NAME, Type, u32, u64
 
 from ..cstyle.control import ControlFlow
 from ..cstyle.emitter import Emitter
@@ -94,11 +94,16 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
         self.mask_t = self._c(self.mask_dtype)
         self.full_mask = self._lit((1 << self.P) - 1, self.mask_dtype)
 
-    # --- emission -----------------------------------------------------------------------
+    # --- Lines are arrays, made whole -----------------------------------------------------
+
+    def _line_value(self, t: Type, element) -> str:
+        return f"{self._vt(t)}({', '.join(element(i) for i in range(t.width))})"
 
     def _define_line(self, name: str, t: Type, element) -> None:
-        items = ", ".join(element(i) for i in range(t.width))
-        self._line(f"let {name} = {self._vt(t)}({items});")
+        self._line(f"let {name} = {self._line_value(t, element)};")
+
+    def _store_line(self, ref: str, t: Type, element) -> None:
+        self._line(f"{ref} = {self._line_value(t, element)};")
 
     # --- ops of constants only --------------------------------------------------------------
 
@@ -155,16 +160,14 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
                                              writable))
                 for dim in range(p.ndim):
                     extent = self._unique(f"{name}_shape{dim}")
-                    self.extents[(p.id, dim)] = extent
+                    self.extents[(p.id, dim)] = f"cb_args.{extent}"
                     add_field("shape", p.param_index, extent, "i32", "int32", dim)
             else:
                 assert isinstance(p, ScalarParam)
                 name = self._unique(p.name)
-                self.names[("param", p.param_index)] = name
-                dt = p.type.dtype
-                held = "u32" if dt.is_bool else "f32" if dt.name == "f16" else self._c(dt)
-                numpy = "float32" if dt.name == "f16" else STORAGE_NUMPY.get(dt.name, dt.numpy_name)
-                add_field("scalar", p.param_index, name, held, numpy)
+                self.names[("param", p.param_index)] = f"cb_args.{name}"
+                held = DTYPES_BY_NAME[self.d.param_storage.get(p.type.dtype.name, p.type.dtype.name)]
+                add_field("scalar", p.param_index, name, self._c(held), STORAGE_NUMPY.get(held.name, held.numpy_name))
         args_binding = len(buffers)
         args_size = -(-offset // 8) * 8 if fields else 0
         if fields:
