@@ -1,5 +1,6 @@
 """Arithmetic: unary, binary and compare operators, casts, fma/select and Line element ops, with the
-preamble helpers for Python's ``//``, ``%`` and ``**`` (a mixin of `renderer._Renderer`)."""
+preamble helpers for Python's ``//``, ``%`` and ``**`` (a mixin of `renderer._Renderer`; the WGSL
+renderer's arithmetic overrides the operators, casts and helpers and keeps the dispatch)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from cubepy.ir.types import DTYPES_BY_NAME, DType
 from .naming import HALF
 
 COMPARE_SYM = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^"}
 
 
 class Arithmetic:
@@ -43,51 +45,64 @@ class Arithmetic:
         return self._down(f"{self._fn(code, dtype)}({self._up(a, dtype)})", dtype)
 
     def _binary(self, code: str, dtype: DType, a: str, b: str, b_value=None, nowrap: bool = False) -> str:
-        """``a <code> b`` in C; ``b_value`` is b's value when it is a constant (shift counts).
+        """``a <code> b``; ``b_value`` is b's value when it is a constant (shift counts).
 
         ``nowrap`` (ops a per-cube test showed never overflow, `cubepy.ir.cube_checks`) keeps
         32- and 64-bit signed arithmetic signed, so the compiler may fold it into addresses."""
-        sym = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^",
-               **COMPARE_SYM}.get(code)
         if code in COMPARE:
-            return f"{self._up(a, dtype)} {sym} {self._up(b, dtype)}"
-        if code in ("and", "or", "xor") and dtype.is_bool:
-            return {"and": f"{a} && {b}", "or": f"{a} || {b}", "xor": f"{a} != {b}"}[code]
-        if sym is not None:
-            if dtype.is_bool:
-                return f"(bool)((int){a} {sym} (int){b})"
-            if code in ("add", "sub", "mul") and dtype.is_int and (dtype.is_signed or dtype.bits < 32) \
-                    and not (nowrap and dtype.bits >= 32):
-                # Wrap as the IR says: signed overflow is undefined in C (compilers fold on it), and
-                # narrow types are promoted to a signed int, so compute in an unsigned type.
-                ut = self._c(self._unsigned(dtype))
-                return self._wrap(f"({ut}){a} {sym} ({ut}){b}", dtype)
-            return self._down(f"{self._up(a, dtype)} {sym} {self._up(b, dtype)}", dtype)
+            return self._compare(code, dtype, a, b)
+        if code in OPERATORS:
+            return self._operator(code, dtype, a, b, nowrap)
         if code in ("min", "max"):
             if dtype.is_float:
                 return self._down(f"{self._minmax_helper(code, dtype)}({self._up(a, dtype)}, {self._up(b, dtype)})",
                                   dtype)
-            return f"({a} {'<' if code == 'min' else '>'} {b} ? {a} : {b})"
+            return self._int_min_max(code, a, b)
         if code in ("floordiv", "mod", "pow"):
             return f"{self._arith_helper(code, dtype)}({a}, {b})"
         if code in ("shl", "shr"):
-            # a count outside [0, bits) shifts every bit out (cubepy.ir.semantics)
-            if b_value is not None:
-                out = "true" if not 0 <= b_value < dtype.bits else None
-            else:
-                out = f"({b} >= {dtype.bits})" if not dtype.is_signed else f"({b} < 0 || {b} >= {dtype.bits})"
-            ut = self._c(self._unsigned(dtype))
-            shifted = self._wrap(f"({ut}){a} << {b}", dtype) if code == "shl" else f"({self._c(dtype)})({a} >> {b})"
-            if out is None:
-                return shifted
-            if code == "shr":
-                gone = f"({a} < 0 ? {self._lit(-1, dtype)} : {self._lit(0, dtype)})" if dtype.is_signed else \
-                    self._lit(0, dtype)
-            else:
-                gone = self._lit(0, dtype)
-            return gone if out == "true" else f"({out} ? {gone} : {shifted})"
+            return self._shift(code, dtype, a, b, b_value)
         raise CubeTypeError(f"operation {code} on {dtype} is not supported by the {self.d.name} backend",
                             self.k.name)
+
+    def _compare(self, code: str, dtype: DType, a: str, b: str) -> str:
+        return f"{self._up(a, dtype)} {COMPARE_SYM[code]} {self._up(b, dtype)}"
+
+    def _operator(self, code: str, dtype: DType, a: str, b: str, nowrap: bool) -> str:
+        """``a <op> b`` for the operators of `OPERATORS`."""
+        sym = OPERATORS[code]
+        if dtype.is_bool:
+            if code in ("and", "or", "xor"):
+                return {"and": f"{a} && {b}", "or": f"{a} || {b}", "xor": f"{a} != {b}"}[code]
+            return f"(bool)((int){a} {sym} (int){b})"
+        if code in ("add", "sub", "mul") and dtype.is_int and (dtype.is_signed or dtype.bits < 32) \
+                and not (nowrap and dtype.bits >= 32):
+            # Wrap as the IR says: signed overflow is undefined in C (compilers fold on it), and
+            # narrow types are promoted to a signed int, so compute in an unsigned type.
+            ut = self._c(self._unsigned(dtype))
+            return self._wrap(f"({ut}){a} {sym} ({ut}){b}", dtype)
+        return self._down(f"{self._up(a, dtype)} {sym} {self._up(b, dtype)}", dtype)
+
+    @staticmethod
+    def _int_min_max(code: str, a: str, b: str) -> str:
+        return f"({a} {'<' if code == 'min' else '>'} {b} ? {a} : {b})"
+
+    def _shift(self, code: str, dtype: DType, a: str, b: str, b_value) -> str:
+        """A count outside [0, bits) shifts every bit out (cubepy.ir.semantics); C leaves it undefined."""
+        if b_value is not None:
+            out = "true" if not 0 <= b_value < dtype.bits else None
+        else:
+            out = f"({b} >= {dtype.bits})" if not dtype.is_signed else f"({b} < 0 || {b} >= {dtype.bits})"
+        ut = self._c(self._unsigned(dtype))
+        shifted = self._wrap(f"({ut}){a} << {b}", dtype) if code == "shl" else f"({self._c(dtype)})({a} >> {b})"
+        if out is None:
+            return shifted
+        if code == "shr":
+            gone = f"({a} < 0 ? {self._lit(-1, dtype)} : {self._lit(0, dtype)})" if dtype.is_signed else \
+                self._lit(0, dtype)
+        else:
+            gone = self._lit(0, dtype)
+        return gone if out == "true" else f"({out} ? {gone} : {shifted})"
 
     @staticmethod
     def _unsigned(dtype: DType) -> DType:
@@ -228,16 +243,20 @@ class Arithmetic:
 
     # --- value ops -----------------------------------------------------------------------
 
+    def _fma(self, dtype: DType) -> str:
+        """The function ``fma`` of ``dtype``'s compute type."""
+        return self._fn("fma", dtype)
+
     def _op_fma(self, op: Op) -> None:
         dt = op.result.type.dtype
-        fn = self._fn("fma", dt)
+        fn = self._fma(dt)
         self._define(op, lambda i: self._down(f"{fn}({', '.join(self._up(self._arg(a, i), dt) for a in op.args)})",
                                               dt))
 
     def _op_select(self, op: Op) -> None:
         c, a, b = op.args
-        self._define(op, lambda i: f"{self._arg(c, i if c.type.width > 1 else None)} ? {self._arg(a, i)} : "
-                                   f"{self._arg(b, i)}")
+        self._define(op, lambda i: self.d.select.format(cond=self._arg(c, i if c.type.width > 1 else None),
+                                                        a=self._arg(a, i), b=self._arg(b, i)))
 
     def _op_cast(self, op: Op) -> None:
         src, dst = op.args[0].type.dtype, op.result.type.dtype
@@ -254,4 +273,4 @@ class Arithmetic:
         self._define(op, lambda i: self._arg(x) if i == op.attrs["index"] else self._arg(line, i))
 
 
-__all__ = ["COMPARE_SYM", "Arithmetic"]
+__all__ = ["COMPARE_SYM", "OPERATORS", "Arithmetic"]

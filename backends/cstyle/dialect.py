@@ -152,12 +152,13 @@ class Dialect:
     # through float rounded to odd (plain `(half)(float)x` would round twice)
     from_double: dict = field(default_factory=dict)
     # statements, C's by default (WGSL spells them otherwise): a value's definition, a variable's
-    # declaration, an endless loop's head, and the test of a ``for`` whose step has a sign known
-    # only at run time
+    # declaration, an endless loop's head, the test of a ``for`` whose step has a sign known only
+    # at run time, and the value of a ``select``
     let: str = "const {type} {name} = {value};"
     var: str = "{type} {name};"
     forever: str = "for (;;) {"
     step_test: str = "({step} > 0 ? {var} < {stop} : {var} > {stop})"
+    select: str = "{cond} ? {a} : {b}"
 
     def with_(self, **changes) -> Dialect:
         return replace(self, **changes)

@@ -9,15 +9,13 @@ that can leave their range (`_fix`); f16 is computed in f32 and rounded back, as
 from __future__ import annotations
 
 from cubepy.errors import CubeTypeError
-from cubepy.ir.nodes import COMPARE, Op
 from cubepy.ir.types import DTYPES_BY_NAME, DType
 
-from ..cstyle.arith import COMPARE_SYM, Arithmetic
+from ..cstyle.arith import COMPARE_SYM, OPERATORS, Arithmetic
 from .dialect import F32_ONLY, NARROW
 from .f64math import F64Math
 
 _F32 = DTYPES_BY_NAME["f32"]
-_SYM = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^"}
 
 
 class WgslArithmetic(F64Math, Arithmetic):
@@ -84,33 +82,26 @@ class WgslArithmetic(F64Math, Arithmetic):
             return f"{self._c(dtype)}({fn}({inner}))"
         return f"{fn}({', '.join(args)})"
 
-    def _binary(self, code: str, dtype: DType, a: str, b: str, b_value=None, nowrap: bool = False) -> str:
-        """``a <code> b`` in WGSL; ``b_value`` is b's value when it is a constant (shift counts)."""
-        if code in COMPARE:
-            if dtype.is_float and code == "ne":
-                return self._fne(a, b)
-            if dtype.is_bool and code not in ("eq", "ne"):
-                a, b = f"i32({a})", f"i32({b})"
-            return f"({a} {COMPARE_SYM[code]} {b})"
-        if dtype.is_bool and code in ("and", "or", "xor"):
-            return {"and": f"({a} && {b})", "or": f"({a} || {b})", "xor": f"({a} != {b})"}[code]
-        sym = _SYM.get(code)
-        if sym is not None:
-            if dtype.is_bool:
-                return f"((i32({a}) {sym} i32({b})) != 0i)"
-            if dtype.is_int:
-                return self._fix(f"({a} {sym} {b})", dtype)
-            return self._down(f"({self._up(a, dtype)} {sym} {self._up(b, dtype)})", dtype)
-        if code in ("min", "max"):
-            if dtype.is_float:
-                return self._down(f"{self._minmax_helper(code, dtype)}({self._up(a, dtype)}, {self._up(b, dtype)})",
-                                  dtype)
-            return f"{code}({a}, {b})"
-        if code in ("floordiv", "mod", "pow"):
-            return f"{self._arith_helper(code, dtype)}({a}, {b})"
-        if code in ("shl", "shr"):
-            return self._shift(code, dtype, a, b, b_value)
-        raise CubeTypeError(f"operation {code} on {dtype} is not supported by the WebGPU backend", self.k.name)
+    def _compare(self, code: str, dtype: DType, a: str, b: str) -> str:
+        if dtype.is_float and code == "ne":
+            return self._fne(a, b)
+        if dtype.is_bool and code not in ("eq", "ne"):
+            a, b = f"i32({a})", f"i32({b})"
+        return f"({a} {COMPARE_SYM[code]} {b})"
+
+    def _operator(self, code: str, dtype: DType, a: str, b: str, nowrap: bool) -> str:
+        sym = OPERATORS[code]
+        if dtype.is_bool:
+            if code in ("and", "or", "xor"):
+                return {"and": f"({a} && {b})", "or": f"({a} || {b})", "xor": f"({a} != {b})"}[code]
+            return f"((i32({a}) {sym} i32({b})) != 0i)"
+        if dtype.is_int:
+            return self._fix(f"({a} {sym} {b})", dtype)
+        return self._down(f"({self._up(a, dtype)} {sym} {self._up(b, dtype)})", dtype)
+
+    @staticmethod
+    def _int_min_max(code: str, a: str, b: str) -> str:
+        return f"{code}({a}, {b})"
 
     def _shift(self, code: str, dtype: DType, a: str, b: str, b_value) -> str:
         """A count outside [0, bits) shifts every bit out (cubepy.ir.semantics); WGSL takes the
@@ -302,22 +293,12 @@ class WgslArithmetic(F64Math, Arithmetic):
 
     # --- value ops --------------------------------------------------------------------------
 
-    def _op_select(self, op: Op) -> None:
-        c, a, b = op.args
-        self._define(op, lambda i: f"select({self._arg(b, i)}, {self._arg(a, i)}, "
-                                   f"{self._arg(c, i if c.type.width > 1 else None)})")
-
-    def _op_fma(self, op: Op) -> None:
-        dt = op.result.type.dtype
-        fma = self._fma_helper(_F32 if dt.name == "f16" else dt)
-        self._define(op, lambda i: self._down(f"{fma}({', '.join(self._up(self._arg(a, i), dt) for a in op.args)})",
-                                              dt))
-
-    def _fma_helper(self, dtype: DType) -> str:
+    def _fma(self, dtype: DType) -> str:
         """a * b + c rounded once. WGSL's fma may round twice (Vulkan lets GLSL.std.450 Fma be a
         multiply and an add; lavapipe does so), so: Dekker's exact product, an exact sum, and the
         low parts added rounded to odd (Boldo and Melquiond, "Emulation of FMA and correctly rounded
         sums", 2008). Zeros, infinities and NaNs take the plain expression, which is exact there."""
+        dtype = _F32 if dtype.name == "f16" else dtype
         t = self._c(dtype)
         word = DTYPES_BY_NAME[f"u{dtype.bits}"]
         zero, one = self._lit(0.0, dtype), self._lit(1, word)

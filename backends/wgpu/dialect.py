@@ -69,7 +69,7 @@ WGSL = Dialect(
     storage={"bool_": "u32"}, param_storage={"bool_": "u32", "f16": "f32"},
     let="let {name}: {type} = {value};", var="var {name}: {type};", forever="loop {",
     # parenthesized: in `select(a > b, a < b, ...)` WGSL reads `b, a < b` as a template list
-    step_test="select(({var} > {stop}), ({var} < {stop}), ({step} > 0i))",
+    step_test="select(({var} > {stop}), ({var} < {stop}), ({step} > 0i))", select="select({b}, {a}, {cond})",
 )
 
 __all__ = ["ATOMIC_FUNCTIONS", "F32_ONLY", "FLOAT_BITS", "FLOAT_SUFFIX", "INT_SUFFIX", "MATH", "NARROW",

@@ -10,7 +10,7 @@ from cubepy.ir.semantics import wrap
 from cubepy.ir.types import DType, Type
 
 from ..cstyle.naming import Naming
-from .dialect import FLOAT_BITS, FLOAT_SUFFIX, INT_SUFFIX, TYPES
+from .dialect import FLOAT_BITS, FLOAT_SUFFIX, INT_SUFFIX
 
 
 class WgslNaming(Naming):
@@ -21,12 +21,9 @@ class WgslNaming(Naming):
         return "u" + s if s.startswith("_") else s      # `_` and `__x` are reserved in WGSL
 
     def _c(self, dtype: DType) -> str:
-        t = TYPES.get(dtype.name)
-        if t is None:
+        if dtype.name not in self.d.types:
             raise CubeTypeError(f"{dtype} has no WGSL type", self.k.name, self.k.loc)
-        if dtype.name == "f16":
-            self.needs.add("f16")
-        return t
+        return super()._c(dtype)
 
     def _vt(self, t: Type) -> str:
         return self._c(t.dtype) if t.width == 1 else f"array<{self._c(t.dtype)}, {t.width}>"
