@@ -12,6 +12,7 @@ from .naming import HALF
 
 COMPARE_SYM = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^"}
+LOGICAL = {"and": "&&", "or": "||", "xor": "!="}       # the bitwise operators on bools
 
 
 class Arithmetic:
@@ -72,9 +73,7 @@ class Arithmetic:
         """``a <op> b`` for the operators of `OPERATORS`."""
         sym = OPERATORS[code]
         if dtype.is_bool:
-            if code in ("and", "or", "xor"):
-                return {"and": f"{a} && {b}", "or": f"{a} || {b}", "xor": f"{a} != {b}"}[code]
-            return f"(bool)((int){a} {sym} (int){b})"
+            return f"{a} {LOGICAL[code]} {b}" if code in LOGICAL else f"(bool)((int){a} {sym} (int){b})"
         if code in ("add", "sub", "mul") and dtype.is_int and (dtype.is_signed or dtype.bits < 32) \
                 and not (nowrap and dtype.bits >= 32):
             # Wrap as the IR says: signed overflow is undefined in C (compilers fold on it), and
@@ -273,4 +272,4 @@ class Arithmetic:
         self._define(op, lambda i: self._arg(x) if i == op.attrs["index"] else self._arg(line, i))
 
 
-__all__ = ["COMPARE_SYM", "OPERATORS", "Arithmetic"]
+__all__ = ["COMPARE_SYM", "LOGICAL", "OPERATORS", "Arithmetic"]

@@ -115,6 +115,7 @@ class Dialect:
     ballot: str = ""                       # {mask} {pred}: a word of bits of the lanes whose pred is true
     shfl_dtypes: frozenset[str] = frozenset()
     local_barrier: str = ""                # barrier for the plane emulation ("local" mode)
+    local_plane_args: str = "cb_lin, cb_plane_scratch"    # what an emulated plane op's helper takes last
     # "local" mode: plane ops the device runs natively on its sub-groups, opcode -> (the extension
     # it needs, the call with {x}); the backend keeps those the device has. Shuffles all go through
     # the "plane_shuffle" entry with a computed source lane ({x}, {lane}).

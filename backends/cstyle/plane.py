@@ -1,5 +1,6 @@
 """Plane ops: reductions, votes, shuffles and scans as preamble helpers, on hardware shuffles or emulated
-through shared (local) memory (a mixin of `renderer._Renderer`)."""
+through shared (local) memory (a mixin of `renderer._Renderer`; the WGSL renderer keeps the dispatch
+and writes helpers of its own)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ class PlaneOps:
     def _plane(self, op: Op) -> None:
         code = op.opcode
         if code == "plane_elect":
-            self._define(op, lambda i: "(cb_lane == 0)")
+            self._define(op, lambda i: f"(cb_lane == {self._lit(0, i32)})")
             return
         x = op.args[0]
         dt = x.type.dtype
@@ -26,8 +27,7 @@ class PlaneOps:
             self._define(op, lambda i: f"{native}({extra}{self._arg(x, i)})")
             return
         helper = self._plane_helper(code, dt)
-        local = self.d.plane_mode != "shuffle"
-        tail = "cb_lin, cb_plane_scratch" if local else "cb_lane, cb_pmask"
+        tail = "cb_lane, cb_pmask" if self.d.plane_mode == "shuffle" else self.d.local_plane_args
         self._define(op, lambda i: f"{helper}({self._arg(x, i)}, {extra}{tail})")
 
     def _shfl(self, x: str, lane: str, dtype: DType) -> str:
@@ -74,13 +74,18 @@ class PlaneOps:
             body = f"{fn}{ct} {name}({ct} x) {{ return ({ct}){call.format(x=f'({wide})x')}; }}"
         return self._helper(name, body)
 
+    def _plane_type(self, code: str, dtype: DType) -> str:
+        """The type of the result of the plane op ``code`` on ``dtype``."""
+        if code == "plane_ballot":
+            return self._c(u64)
+        return "bool" if code in ("plane_all", "plane_any") else self._c(dtype)
+
     def _plane_helper(self, code: str, dtype: DType) -> str:
         name = f"cb_{code}_{dtype.name}"
         if name in self.helpers:
             return name
         d, P, M = self.d, self.P, self.mask_t
-        ct = self._c(dtype)
-        rt = self._c(u64) if code == "plane_ballot" else "bool" if code in ("plane_all", "plane_any") else ct
+        ct, rt = self._c(dtype), self._plane_type(code, dtype)
         lane_arg = ", int a" if code in PLANE_SHUFFLES else ""
         src = source_lane(code, self._lit(P - 1, i32)) if code in PLANE_SHUFFLES else None
         combine = PLANE_COMBINE.get(code)

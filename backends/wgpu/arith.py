@@ -11,7 +11,7 @@ from __future__ import annotations
 from cubepy.errors import CubeTypeError
 from cubepy.ir.types import DTYPES_BY_NAME, DType
 
-from ..cstyle.arith import COMPARE_SYM, OPERATORS, Arithmetic
+from ..cstyle.arith import COMPARE_SYM, LOGICAL, OPERATORS, Arithmetic
 from .dialect import F32_ONLY, NARROW
 from .f64math import F64Math
 
@@ -92,9 +92,7 @@ class WgslArithmetic(F64Math, Arithmetic):
     def _operator(self, code: str, dtype: DType, a: str, b: str, nowrap: bool) -> str:
         sym = OPERATORS[code]
         if dtype.is_bool:
-            if code in ("and", "or", "xor"):
-                return {"and": f"({a} && {b})", "or": f"({a} || {b})", "xor": f"({a} != {b})"}[code]
-            return f"((i32({a}) {sym} i32({b})) != 0i)"
+            return f"({a} {LOGICAL[code]} {b})" if code in LOGICAL else f"((i32({a}) {sym} i32({b})) != 0i)"
         if dtype.is_int:
             return self._fix(f"({a} {sym} {b})", dtype)
         return self._down(f"({self._up(a, dtype)} {sym} {self._up(b, dtype)})", dtype)

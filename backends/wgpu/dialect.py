@@ -64,7 +64,8 @@ WGSL = Dialect(
     # storageBarrier orders the global memory units of a cube share, as sync_cube does on the C backends
     barrier="storageBarrier(); workgroupBarrier();",
     types=TYPES, vector_types={}, vector_elems=(), struct_decl="", int_suffix=INT_SUFFIX, float_suffix={},
-    math=MATH, inf="", nan="", atomics={}, cas={}, bitcast="bitcast<{to}>({x})", plane_mode="shuffle",
+    math=MATH, inf="", nan="", atomics={}, cas={}, bitcast="bitcast<{to}>({x})",
+    plane_mode="shuffle", local_plane_args="cb_lin",     # the scratch is a module-scope variable
     # bool is not host-shareable: arrays hold it as u32 words, and so does the argument struct (with f16 as f32)
     storage={"bool_": "u32"}, param_storage={"bool_": "u32", "f16": "f32"},
     let="let {name}: {type} = {value};", var="var {name}: {type};", forever="loop {",
@@ -72,5 +73,8 @@ WGSL = Dialect(
     step_test="select(({var} > {stop}), ({var} < {stop}), ({step} > 0i))", select="select({b}, {a}, {cond})",
 )
 
+# plane ops through workgroup memory, where the adapter's subgroups are not planes (`subgroups.py`)
+WGSL_EMULATED = WGSL.with_(plane_mode="local")
+
 __all__ = ["ATOMIC_FUNCTIONS", "F32_ONLY", "FLOAT_BITS", "FLOAT_SUFFIX", "INT_SUFFIX", "MATH", "NARROW",
-           "RESERVED", "STORAGE_NUMPY", "TYPES", "WGSL"]
+           "RESERVED", "STORAGE_NUMPY", "TYPES", "WGSL", "WGSL_EMULATED"]

@@ -10,29 +10,15 @@ op is its value alone.
 
 from __future__ import annotations
 
-from cubepy.ir.nodes import Op
 from cubepy.ir.opcodes import PLANE_COMBINE, PLANE_REDUCE, PLANE_SHUFFLES, PLANE_VOTES
 from cubepy.ir.types import DType, i32
 
-from ..cstyle.plane import source_lane
+from ..cstyle.plane import PlaneOps, source_lane
 
 
-class WgslPlane:
-    """The ``plane_*`` opcodes; the renderer provides P, units, mask_t, full_mask and cb_lane/cb_pmask."""
-
-    def _plane(self, op: Op) -> None:
-        code = op.opcode
-        if code == "plane_elect":
-            self._define(op, lambda i: "(cb_lane == 0i)")
-            return
-        x = op.args[0]
-        extra = f"{self._arg(op.args[1])}, " if len(op.args) > 1 else ""
-        if self.emulate:
-            helper = self._emulated_helper(code, x.type.dtype)
-            self._define(op, lambda i: f"{helper}({self._arg(x, i)}, {extra}cb_lin)")
-            return
-        helper = self._plane_helper(code, x.type.dtype)
-        self._define(op, lambda i: f"{helper}({self._arg(x, i)}, {extra}cb_lane, cb_pmask)")
+class WgslPlane(PlaneOps):
+    """The helpers of the ``plane_*`` opcodes; the renderer provides P, units, mask_t, full_mask and
+    cb_lane/cb_pmask, and the C-style renderer's `PlaneOps` the dispatch."""
 
     def _shfl(self, x: str, lane: str, dtype: DType) -> str:
         """``x`` (of ``dtype``) of ``lane`` of the plane; 64-bit values as two words."""
@@ -68,12 +54,13 @@ class WgslPlane:
         return f"((({m}) >> u32({lane})) & {self._lit(1, self.mask_dtype)}) != {self._lit(0, self.mask_dtype)}"
 
     def _plane_helper(self, code: str, dtype: DType) -> str:
+        if self.d.plane_mode == "local":
+            return self._emulated_helper(code, dtype)
         name = f"cb_{code}_{dtype.name}"
         if name in self.helpers:
             return name
         P, M, full = self.P, self.mask_t, self.full_mask
-        t = self._c(dtype)
-        result = "u64" if code == "plane_ballot" else "bool" if code in ("plane_all", "plane_any") else t
+        t, result = self._c(dtype), self._plane_type(code, dtype)
         lane_arg = "a: i32, " if code in PLANE_SHUFFLES else ""
         params = f"x_in: {t}, {lane_arg}lane: i32, m: {M}"
         combine = PLANE_COMBINE.get(code)
@@ -141,8 +128,7 @@ class WgslPlane:
         if name in self.helpers:
             return name
         self.needs.add("scratch")
-        P, t = self.P, self._c(dtype)
-        result = "u64" if code == "plane_ballot" else "bool" if code in ("plane_all", "plane_any") else t
+        P, t, result = self.P, self._c(dtype), self._plane_type(code, dtype)
         lane_arg = "a: i32, " if code in PLANE_SHUFFLES else ""
 
         def at(i: str) -> str:

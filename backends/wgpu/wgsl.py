@@ -23,7 +23,7 @@ from ..cstyle.emitter import Emitter
 from ..cstyle.naming import C_WORDS
 from ..cstyle.rendered import ERROR_WORDS, OOBSite
 from .arith import WgslArithmetic
-from .dialect import RESERVED, STORAGE_NUMPY, WGSL
+from .dialect import RESERVED, STORAGE_NUMPY, WGSL, WGSL_EMULATED
 from .memory import WgslMemory
 from .naming import WgslNaming
 from .plane import WgslPlane
@@ -84,8 +84,8 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
     """The module assembly; the mixins render the ops."""
 
     def __init__(self, kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False):
-        super().__init__(kernel, WGSL)
-        self.atomics64, self.emulate = atomics64, emulate and kernel.plane_dim > 1
+        super().__init__(kernel, WGSL_EMULATED if emulate and kernel.plane_dim > 1 else WGSL)
+        self.atomics64 = atomics64
         self.used: set[str] = set(C_WORDS) | RESERVED
         self.entry = self._unique(name or kernel.name)
         self.atomic_buffers: set[int] = set()
@@ -223,8 +223,9 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
                  + "".join(f"  cb_{n} = {_OPAQUE[n]};\n" for n in opaque) + "\n".join(self.body) + "\n}")
         parts.append(entry)
         source = "\n\n".join(parts) + "\n"
+        subgroups = plane_ops and self.P > 1 and self.d.plane_mode == "shuffle"
         return WgslRendered(self.entry, source, buffers, fields, args_size, args_binding, error_binding, self.sites,
-                            self.units, self.P, shared_bytes, plane_ops and self.P > 1 and not self.emulate)
+                            self.units, self.P, shared_bytes, subgroups)
 
 
 __all__ = ["ArgField", "BufferBinding", "WgslRendered", "render"]
