@@ -1,12 +1,13 @@
-"""The state of one rendering and the writing of statements in the dialect's syntax, shared by the
-C-style renderer (`renderer._Renderer`) and the WGSL one (`backends/wgpu/wgsl.py`): lines of the
-kernel's body, helper functions, the definitions of values and the declarations of variables."""
+"""What the C-style renderer (`renderer._Renderer`) and the WGSL one (`backends/wgpu/wgsl.py`) share
+around the ops: the state of one rendering, the order of its parts (`Emitter.run`), and the writing
+of statements in the dialect's syntax (lines of the body, helper functions, the definitions of
+values and the declarations of variables)."""
 
 from __future__ import annotations
 
 import math
 
-from cubepy.ir.nodes import Kernel, Op, walk
+from cubepy.ir.nodes import PLANE_OPS, Kernel, Op, walk
 from cubepy.ir.types import Type
 
 from .dialect import Dialect
@@ -15,8 +16,10 @@ from .rendered import OOBSite
 
 
 class Emitter:
-    """What a renderer keeps while it writes; each renderer adds its own (the C one its structs, the
-    WGSL one its bindings) and the mixins provide ``_name``, ``_unique``, ``_vt`` and ``_el``."""
+    """What a renderer keeps while it writes. Each renderer adds its own state (the C one its structs,
+    the WGSL one its bindings) and writes the parts of `run` in its language: ``_interface``,
+    ``_declare_arrays``, ``_declare_plane_state`` and ``_assemble``; the mixins give ``_name``,
+    ``_unique``, ``_vt``, ``_el`` and ``_block``."""
 
     def __init__(self, kernel: Kernel, dialect: Dialect):
         self.k, self.d = kernel, dialect
@@ -31,6 +34,24 @@ class Emitter:
         self.sites: list[OOBSite] = []
         self.needs: set[str] = set()
         self.opaque_loops = dialect.opaque_loops and any(uses_barrier(op, dialect) for op in walk(kernel.body))
+
+    def run(self):
+        """Render the kernel: its interface (`_interface`) and declarations, its body, then the
+        source around them (`_assemble`): each renderer writes those parts in its own language."""
+        ops = list(walk(self.k.body))
+        self.plane_state = any(op.opcode in PLANE_OPS or op.opcode == "builtin" and op.attrs["name"] == "unit_pos_plane"
+                               for op in ops)
+        self._interface(ops)
+        self._declare_arrays()
+        self._declare_vars()
+        if self.plane_state:
+            self._declare_plane_state()
+        self._block(self.k.body)
+        return self._assemble()
+
+    def _header(self) -> str:
+        k = self.k
+        return f"// cubepy kernel '{k.name}': cube_dim={k.cube_dim} plane_dim={self.P} dialect={self.d.name}"
 
     def _line(self, s: str) -> None:
         self.body.append("  " * self.depth + s)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from cubepy.ir.nodes import PLANE_OPS, Buffer, Kernel, ScalarParam, walk
+from cubepy.ir.nodes import Buffer, Kernel, Op, ScalarParam
 from cubepy.ir.types import DTYPES_BY_NAME, u64
 
 from .arith import Arithmetic
@@ -49,50 +49,50 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
         self.mask_t = self._c(u64 if self.P > 32 else DTYPES_BY_NAME["u32"])
         self.full_mask = f"0x{(1 << self.P) - 1:x}u" if self.P <= 32 else self._lit((1 << 64) - 1, u64)
 
-    # --- kernel -------------------------------------------------------------------------
+    # --- the kernel around its body (the order is `Emitter.run`'s) ----------------------------
 
-    def run(self) -> Rendered:
-        k, d = self.k, self.d
-        ops = list(walk(k.body))
+    def _interface(self, ops: list[Op]) -> None:
+        """The parameters: an array as a pointer and one ``int`` extent per axis, a scalar as itself
+        (or its `Dialect.param_storage` type), then the error record where the kernel reports."""
+        d = self.d
         if any(op.opcode == "report_oob" for op in ops):
             self.needs.add("error")
-        plane_ops = any(op.opcode in PLANE_OPS for op in ops) or any(
-            op.opcode == "builtin" and op.attrs["name"] == "unit_pos_plane" for op in ops)
-
-        params, slots, alignments = [], [], {}
-        for p in k.params:
+        self.params, self.slots, self.alignments = [], [], {}
+        for p in self.k.params:
             if isinstance(p, Buffer):
                 name = self._unique(p.name)
                 self.names[p.id] = name
                 st = self._storage(p.type)
                 const = "" if p.mutable else "const "
-                params.append(f"{d.global_q}{const}{self._vt(st)}* {d.restrict} {name}")
-                slots.append(ArgSlot("buffer", p.param_index))
+                self.params.append(f"{d.global_q}{const}{self._vt(st)}* {d.restrict} {name}")
+                self.slots.append(ArgSlot("buffer", p.param_index))
                 size = st.dtype.itemsize * st.width
-                alignments[p.param_index] = min(16, size & -size) if st.width > 1 else st.dtype.itemsize
+                self.alignments[p.param_index] = min(16, size & -size) if st.width > 1 else st.dtype.itemsize
                 for dim in range(p.ndim):
                     self.extents[(p.id, dim)] = f"{name}_shape{dim}"
-                    params.append(f"int {name}_shape{dim}")
-                    slots.append(ArgSlot("shape", p.param_index, dim))
+                    self.params.append(f"int {name}_shape{dim}")
+                    self.slots.append(ArgSlot("shape", p.param_index, dim))
             else:
                 assert isinstance(p, ScalarParam)
                 name = self._unique(p.name)
                 self.names[("param", p.param_index)] = name
                 pd = DTYPES_BY_NAME.get(d.param_storage.get(p.type.dtype.name, p.type.dtype.name))
-                params.append(f"{self._c(pd)} {name}")
-                slots.append(ArgSlot("scalar", p.param_index, numpy=pd.numpy_name))
+                self.params.append(f"{self._c(pd)} {name}")
+                self.slots.append(ArgSlot("scalar", p.param_index, numpy=pd.numpy_name))
         if "error" in self.needs:
-            params.append(f"{d.global_q}int* {d.restrict} cb_err")
-            slots.append(ArgSlot("error"))
+            self.params.append(f"{d.global_q}int* {d.restrict} cb_err")
+            self.slots.append(ArgSlot("error"))
 
-        # declarations: shared memory, local arrays, variables, plane state
+    def _declare_arrays(self) -> None:
+        """Shared memory (in the dynamic shared memory past the dialect's static limit) and per-unit arrays."""
+        d = self.d
         static_shared = sum(b.type.dtype.itemsize * b.type.width * math.prod(b.shape)
-                            for b in k.buffers if b.kind == "shared")
+                            for b in self.k.buffers if b.kind == "shared")
         dynamic = d.shared_static_limit is not None and static_shared > d.shared_static_limit
         offset = 0
         if dynamic:
             self._line(d.dynamic_shared)
-        for b in k.buffers:
+        for b in self.k.buffers:
             name = self._unique(b.name)
             self.names[b.id] = name
             st = self._storage(b.type)
@@ -104,39 +104,39 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
                 self._line(f"{d.shared_q}{self._vt(st)} {name}[{size}];")
             else:
                 self._line(f"{self._vt(st)} {name}[{size}];")
-        self._declare_vars()
-        if plane_ops:
-            dx, dy, _ = k.cube_dim
-            b = d.builtins
-            self._line(f"const int cb_lin = {b['unit_pos_x']} + {dx} * ({b['unit_pos_y']} + {dy} * "
-                       f"{b['unit_pos_z']});")
-            self._line(f"const int cb_lane = cb_lin & {self.P - 1};")
-            if d.plane_mode == "shuffle":
-                if self.units % self.P == 0:
-                    self._line(f"const {self.mask_t} cb_pmask = {self.full_mask};")
-                else:
-                    self._line(f"const int cb_plane_n = {self.units} - (cb_lin - cb_lane);")
-                    self._line(f"const {self.mask_t} cb_pmask = cb_plane_n >= {self.P} ? {self.full_mask} : "
-                               f"((({self.mask_t})1 << cb_plane_n) - 1);")
-            else:
-                self._line(f"{d.shared_q}{self._c(u64)} cb_plane_scratch[{self.units}];")
-        self._block(k.body)
+        self.dynamic_bytes = offset if dynamic else 0
 
+    def _declare_plane_state(self) -> None:
+        """The unit's linear index and lane, and its plane's mask (shuffles) or scratch memory (emulation)."""
+        d, P, M = self.d, self.P, self.mask_t
+        dx, dy, _ = self.k.cube_dim
+        b = d.builtins
+        self._line(f"const int cb_lin = {b['unit_pos_x']} + {dx} * ({b['unit_pos_y']} + {dy} * {b['unit_pos_z']});")
+        self._line(f"const int cb_lane = cb_lin & {P - 1};")
+        if d.plane_mode != "shuffle":
+            self._line(f"{d.shared_q}{self._c(u64)} cb_plane_scratch[{self.units}];")
+        elif self.units % P == 0:
+            self._line(f"const {M} cb_pmask = {self.full_mask};")
+        else:
+            self._line(f"const int cb_plane_n = {self.units} - (cb_lin - cb_lane);")
+            self._line(f"const {M} cb_pmask = cb_plane_n >= {P} ? {self.full_mask} : ((({M})1 << cb_plane_n) - 1);")
+
+    def _assemble(self) -> Rendered:
+        """The source: the header, pragmas and preamble, struct types, helpers, then the kernel."""
+        k, d = self.k, self.d
         dims = ", ".join(str(x) for x in k.cube_dim)
         head = d.kernel_prefix.format(units=self.units, dims=dims)
-        sig = f"{head} {self.entry}(\n    " + ",\n    ".join(params) + ")"
-        parts = [f"// cubepy kernel '{k.name}': cube_dim={k.cube_dim} plane_dim={self.P} "
-                 f"dialect={d.name}"]
+        sig = f"{head} {self.entry}(\n    " + ",\n    ".join(self.params) + ")"
         strict = (d.strict_fp_pragma,) if d.strict_fp_pragma and not k.fastmath else ()
-        parts.append("\n".join([*(d.type_pragmas[n] for n in sorted(self.needs) if n in d.type_pragmas),
-                                *d.extensions, *strict, d.preamble.rstrip()]))
+        parts = [self._header(), "\n".join([*(d.type_pragmas[n] for n in sorted(self.needs) if n in d.type_pragmas),
+                                           *d.extensions, *strict, d.preamble.rstrip()])]
         if self.structs:
             parts.append("\n".join(self.structs.values()))
         parts.extend(self.helpers.values())
         parts.append(sig + " {\n" + "\n".join(self.body) + "\n}")
         source = "\n\n".join(p for p in parts if p) + "\n"
-        return Rendered(self.entry, source, slots, self.sites, self.units, self.P,
-                        offset if dynamic else 0, alignments, "cl_khr_subgroups" in self.needs)
+        return Rendered(self.entry, source, self.slots, self.sites, self.units, self.P, self.dynamic_bytes,
+                        self.alignments, "cl_khr_subgroups" in self.needs)
 
 
 __all__ = ["ERROR_WORDS", "MAX_DIMS", "ArgSlot", "OOBSite", "Rendered", "render"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from cubepy.ir.nodes import PLANE_OPS, Buffer, Const, Kernel, Op, ScalarParam, walk
+from cubepy.ir.nodes import Buffer, Const, Kernel, Op, ScalarParam
 from cubepy.ir.types import DTYPES_BY_NAME, Type, u32, u64
 
 from ..cstyle.control import ControlFlow
@@ -122,42 +122,37 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
             return
         super()._op(op)
 
-    # --- the module -----------------------------------------------------------------------
+    # --- the module around the body (the order is `Emitter.run`'s) ----------------------------
 
-    def run(self) -> WgslRendered:
-        k = self.k
-        ops = list(walk(k.body))
+    def _interface(self, ops: list[Op]) -> None:
+        """The bindings: a storage buffer per array parameter (``read`` unless written or atomic),
+        the argument struct (extents and scalars), the error record where the kernel reports."""
         self.atomic_buffers = {op.args[0].id for op in ops if op.opcode == "atomic" and op.args[0].kind != "local"}
         for op in ops:
             if op.opcode == "atomic" and op.args[0].kind != "local":
                 self._atomic_word(op.args[0])
-        reports = any(op.opcode == "report_oob" for op in ops)
-        plane_ops = any(op.opcode in PLANE_OPS for op in ops) or any(
-            op.opcode == "builtin" and op.attrs["name"] == "unit_pos_plane" for op in ops)
-
-        decls, buffers, fields, members = [], [], [], []
+        self.decls, self.bindings, self.fields, self.members = [], [], [], []
         offset = 0
 
         def add_field(kind: str, param: int, name: str, wgsl_type: str, numpy: str, dim: int = 0) -> None:
             nonlocal offset
             size = 8 if wgsl_type in ("i64", "u64", "f64") else 4
             offset = -(-offset // size) * size
-            fields.append(ArgField(kind, param, offset, numpy, dim))
-            members.append(f"  {name}: {wgsl_type},")
+            self.fields.append(ArgField(kind, param, offset, numpy, dim))
+            self.members.append(f"  {name}: {wgsl_type},")
             offset += size
 
-        for p in k.params:
+        for p in self.k.params:
             if isinstance(p, Buffer):
                 name = self._unique(p.name)
                 self.names[p.id] = name
                 writable = p.mutable or p.id in self.atomic_buffers
                 element = self._atomic_word(p) if p.id in self.atomic_buffers else self._vt(self._storage(p.type))
-                binding = len(buffers)
+                binding = len(self.bindings)
                 access = "read_write" if writable else "read"
-                decls.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: array<{element}>;")
-                buffers.append(BufferBinding(p.param_index, binding, STORAGE_NUMPY.get(p.type.dtype.name,
-                                                                                      p.type.dtype.numpy_name),
-                                             writable))
+                self.decls.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: array<{element}>;")
+                numpy = STORAGE_NUMPY.get(p.type.dtype.name, p.type.dtype.numpy_name)
+                self.bindings.append(BufferBinding(p.param_index, binding, numpy, writable))
                 for dim in range(p.ndim):
                     extent = self._unique(f"{name}_shape{dim}")
                     self.extents[(p.id, dim)] = f"cb_args.{extent}"
@@ -168,54 +163,62 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
                 self.names[("param", p.param_index)] = f"cb_args.{name}"
                 held = DTYPES_BY_NAME[self.d.param_storage.get(p.type.dtype.name, p.type.dtype.name)]
                 add_field("scalar", p.param_index, name, self._c(held), STORAGE_NUMPY.get(held.name, held.numpy_name))
-        args_binding = len(buffers)
-        args_size = -(-offset // 8) * 8 if fields else 0
-        if fields:
-            decls.append(f"@group(0) @binding({args_binding}) var<storage, read> cb_args: CbArgs;")
-        error_binding = args_binding + 1 if reports else None
+        self.args_binding = len(self.bindings)
+        self.args_size = -(-offset // 8) * 8 if self.fields else 0
+        if self.fields:
+            self.decls.append(f"@group(0) @binding({self.args_binding}) var<storage, read> cb_args: CbArgs;")
+        reports = any(op.opcode == "report_oob" for op in ops)
+        self.error_binding = self.args_binding + 1 if reports else None
         if reports:
-            decls.append(f"@group(0) @binding({error_binding}) var<storage, read_write> cb_err: "
-                         f"array<atomic<i32>, {ERROR_WORDS}>;")
+            self.decls.append(f"@group(0) @binding({self.error_binding}) var<storage, read_write> cb_err: "
+                              f"array<atomic<i32>, {ERROR_WORDS}>;")
 
-        shared_bytes = 0
-        for b in k.buffers:
+    def _declare_arrays(self) -> None:
+        """Shared memory as module-scope workgroup variables, per-unit arrays as function variables."""
+        self.shared_bytes = 0
+        for b in self.k.buffers:
             name = self._unique(b.name)
             self.names[b.id] = name
             size = math.prod(b.shape)
             element = self._atomic_word(b) if b.id in self.atomic_buffers else self._vt(self._storage(b.type))
             if b.kind == "shared":
-                decls.append(f"var<workgroup> {name}: array<{element}, {size}>;")
-                shared_bytes += size * 4 * b.type.width * max(1, b.type.dtype.itemsize // 4)
+                self.decls.append(f"var<workgroup> {name}: array<{element}, {size}>;")
+                self.shared_bytes += size * 4 * b.type.width * max(1, b.type.dtype.itemsize // 4)
             else:
                 self._line(f"var {name}: array<{element}, {size}>;")
-        self._declare_vars()
-        if plane_ops:
-            self._line("let cb_lin = i32(cb_li);")
-            self._line(f"let cb_lane = cb_lin & {self.P - 1}i;")
-            if self.units % self.P == 0:
-                self._line(f"let cb_pmask: {self.mask_t} = {self.full_mask};")
-            else:
-                one = self._lit(1, self.mask_dtype)
-                self._line(f"let cb_plane_n = {self.units}i - (cb_lin - cb_lane);")
-                self._line(f"let cb_pmask: {self.mask_t} = select(({one} << u32(cb_plane_n)) - {one}, "
-                           f"{self.full_mask}, cb_plane_n >= {self.P}i);")
-        self._block(k.body)
-        if "scratch" in self.needs:
-            decls.append(f"var<workgroup> cb_scratch: array<vec2<u32>, {self.units}>;")
-            shared_bytes += 8 * self.units
 
-        dims = ", ".join(str(x) for x in k.cube_dim)
-        head = [f"// cubepy kernel '{k.name}': cube_dim={k.cube_dim} plane_dim={self.P} dialect=wgsl"]
+    def _declare_plane_state(self) -> None:
+        """The unit's linear index and lane, and its plane's mask."""
+        P, M = self.P, self.mask_t
+        self._line("let cb_lin = i32(cb_li);")
+        self._line(f"let cb_lane = cb_lin & {P - 1}i;")
+        if self.units % P == 0:
+            self._line(f"let cb_pmask: {M} = {self.full_mask};")
+        else:
+            one = self._lit(1, self.mask_dtype)
+            self._line(f"let cb_plane_n = {self.units}i - (cb_lin - cb_lane);")
+            self._line(f"let cb_pmask: {M} = select(({one} << u32(cb_plane_n)) - {one}, {self.full_mask}, "
+                       f"cb_plane_n >= {P}i);")
+
+    def _assemble(self) -> WgslRendered:
+        """The module: the header, the argument struct, the module-scope variables, the helpers, then
+        the entry point, which keeps its built-in positions in private variables for the helpers."""
+        k = self.k
+        if "scratch" in self.needs:
+            self.decls.append(f"var<workgroup> cb_scratch: array<vec2<u32>, {self.units}>;")
+            self.shared_bytes += 8 * self.units
+        head = [self._header()]
         if "f16" in self.needs:
             head.append("enable f16;")
         parts = ["\n".join(head)]
-        if members:
-            parts.append("struct CbArgs {\n" + "\n".join(members) + "\n}")
+        if self.members:
+            parts.append("struct CbArgs {\n" + "\n".join(self.members) + "\n}")
         opaque = [n for n in sorted(self.needs) if n.startswith(("zero_", "one_"))]
-        decls += [f"var<private> cb_{n}: vec3<u32>;" for n in ("unit", "cube", "count")]
-        decls += [f"var<private> cb_{n}: {n.partition('_')[2]};" for n in opaque]
+        decls = [*self.decls, *(f"var<private> cb_{n}: vec3<u32>;" for n in ("unit", "cube", "count")),
+                 *(f"var<private> cb_{n}: {n.partition('_')[2]};" for n in opaque)]
         parts.append("\n".join(decls))
         parts.extend(self.helpers.values())
+        dims = ", ".join(str(x) for x in k.cube_dim)
         entry = (f"@compute @workgroup_size({dims})\nfn {self.entry}(@builtin(local_invocation_id) cb_l: vec3<u32>, "
                  "@builtin(workgroup_id) cb_w: vec3<u32>,\n    @builtin(num_workgroups) cb_n: vec3<u32>, "
                  "@builtin(local_invocation_index) cb_li: u32) {\n"
@@ -223,9 +226,9 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
                  + "".join(f"  cb_{n} = {_OPAQUE[n]};\n" for n in opaque) + "\n".join(self.body) + "\n}")
         parts.append(entry)
         source = "\n\n".join(parts) + "\n"
-        subgroups = plane_ops and self.P > 1 and self.d.plane_mode == "shuffle"
-        return WgslRendered(self.entry, source, buffers, fields, args_size, args_binding, error_binding, self.sites,
-                            self.units, self.P, shared_bytes, subgroups)
+        subgroups = self.plane_state and self.P > 1 and self.d.plane_mode == "shuffle"
+        return WgslRendered(self.entry, source, self.bindings, self.fields, self.args_size, self.args_binding,
+                            self.error_binding, self.sites, self.units, self.P, self.shared_bytes, subgroups)
 
 
 __all__ = ["ArgField", "BufferBinding", "WgslRendered", "render"]
