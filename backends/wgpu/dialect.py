@@ -1,8 +1,9 @@
-"""WGSL as data: type names, storage types, built-in positions, math functions and reserved words.
+"""WGSL as data: type names, storage types, built-in positions, statements, math functions and
+reserved words.
 
-The renderer (`wgsl.py`) reuses the C-style renderer's walk over the IR (`cstyle.control`,
-`cstyle.naming`), so WGSL is also described by a `cstyle.Dialect`; the fields that only C has are
-left empty.
+The renderer (`wgsl.py`) is the C-style renderer (`cstyle`) with WGSL's mixins, so WGSL is also
+described by a `cstyle.Dialect`: its statement templates (``let``/``var``, ``loop``, ``select()``)
+are what the shared walk writes; the fields that only C has are left empty.
 """
 
 from __future__ import annotations

@@ -33,10 +33,9 @@ class WgslMemory(Memory):
         return self._from_word(f"atomicLoad(&{ref})", buf.type.dtype) if buf.id in self.atomic_buffers else ref
 
     def _write(self, buf: Buffer, ref: str, value: str) -> None:
-        if buf.id in self.atomic_buffers:
-            self._line(f"atomicStore(&{ref}, {self._to_word(value, buf.type.dtype)});")
-        else:
-            self._line(f"{ref} = {value};")
+        if buf.id not in self.atomic_buffers:
+            return super()._write(buf, ref, value)
+        self._line(f"atomicStore(&{ref}, {self._to_word(value, buf.type.dtype)});")
 
     # --- the out-of-bounds report ---------------------------------------------------------
 

@@ -4,8 +4,9 @@ mask of a partial one, so that float min/max keep their NaN rule and f16 sums ro
 of `wgsl.WgslRenderer`).
 
 The backend uses them only where subgroups are planes: the adapter's subgroup size is the plane
-size and subgroups are runs of consecutive units (probed). At plane size 1 (no subgroups) every
-op is its value alone.
+size and subgroups are runs of consecutive units (probed); elsewhere the helpers go through
+workgroup memory (the dialect's "local" plane mode, `WGSL_EMULATED`). At plane size 1 (no
+subgroups) every op is its value alone.
 """
 
 from __future__ import annotations

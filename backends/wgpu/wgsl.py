@@ -1,7 +1,8 @@
 """IR -> WGSL compute shaders: the `render` entry and the module assembly (bindings, the argument
-struct, workgroup variables, the entry point). The walk over the IR is the C-style renderer's
-(`cstyle.control`, `cstyle.naming`); what WGSL spells otherwise is in the mixins `naming`, `arith`,
-`memory` and `plane` of this package.
+struct, workgroup variables, the entry point). The rest is the C-style renderer's (`cstyle`: the
+walk, the order of the parts, the dispatch of every op, the memory ops) with WGSL's `Dialect`
+(`dialect.py`: ``let``/``var``, ``loop``, ``select()``, storage types), overridden where WGSL
+differs by more than a spelling: the mixins `naming`, `arith`, `memory` and `plane` of this package.
 
 Bindings (group 0), in order: one storage buffer per array parameter (``read`` unless the kernel
 writes it or uses it atomically), then the argument struct (extents and scalar parameters), then,
