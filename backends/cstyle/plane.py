@@ -175,7 +175,10 @@ def _source_lane(code: str, last: int) -> str:
     ``lane`` and ``a``, for the hardware, sub-group and local-memory forms alike."""
     inst, left, right = PLANE_SOURCE_LANE[code]
     operand = {"a": "a", "lane": "lane", "last": str(last)}
-    return f"{operand[left]} {_C_OPERATOR[inst]} {operand[right]}"
+    lane = f"{operand[left]} {_C_OPERATOR[inst]} {operand[right]}"
+    if inst in ("add", "sub"):      # lane + a may overflow int, which C leaves undefined: an offset
+        return f"(a < -{last} || a > {last} ? -1 : {lane})"      # past the plane reads no lane
+    return lane
 
 
 def _wide(dtype: DType) -> DType:
