@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cubepy.errors import CubeTypeError
 from cubepy.ir.nodes import Buffer, Op
+from cubepy.ir.opcodes import UNIT_BUILTINS
 from cubepy.ir.types import DTYPES_BY_NAME, DType
 
 from .rendered import EXTENT_WORDS, INDEX_WORDS, add_oob_site
@@ -21,6 +22,8 @@ class Memory:
             expr = str(self.P)
         elif name == "unit_pos_plane":
             expr = "cb_lane"
+        elif self.opaque_loops and name in UNIT_BUILTINS:
+            expr = f"cb_{name}"             # a volatile read: see renderer.run
         else:
             expr = self.d.builtins[name]
         self._define(op, lambda i: expr)

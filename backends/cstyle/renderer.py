@@ -88,6 +88,7 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow):
         if any(op.opcode == "report_oob" for op in ops):
             self.needs.add("error")
         self.opaque_loops = d.opaque_loops and any(uses_barrier(op, d) for op in ops)
+        self.unit_levels = None            # the uniformity of values, once a barrier loop needs it
         plane_ops = any(op.opcode in PLANE_OPS for op in ops) or any(
             op.opcode == "builtin" and op.attrs["name"] == "unit_pos_plane" for op in ops)
 
@@ -135,16 +136,26 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow):
                 self._line(f"{d.shared_q}{self._vt(st)} {name}[{size}];")
             else:
                 self._line(f"{self._vt(st)} {name}[{size}];")
+        # PoCL, in kernels with a loop that holds a barrier: variables are volatile (see
+        # ControlFlow._hide_unit_values)
+        var_q = "volatile " if self.opaque_loops and _barrier_loop(ops, d) else ""
         for v in k.vars:
             name = self._unique(v.name)
             self.names[v.id] = name
-            self._line(f"{self._vt(v.type)} {name};")
+            self._line(f"{var_q}{self._vt(v.type)} {name};")
+        # PoCL, in kernels with barriers: the unit's position is read through volatiles, so that
+        # LLVM cannot hoist what a barrier loop computes from it out of the loop (see
+        # ControlFlow._hide_unit_values)
+        unit_q = "volatile " if self.opaque_loops else "const "
+        if self.opaque_loops:
+            for axis in "xyz":
+                self._line(f"volatile int cb_unit_pos_{axis} = {d.builtins[f'unit_pos_{axis}']};")
         if plane_ops:
             dx, dy, _ = k.cube_dim
             b = d.builtins
-            self._line(f"const int cb_lin = {b['unit_pos_x']} + {dx} * ({b['unit_pos_y']} + {dy} * "
+            self._line(f"{unit_q}int cb_lin = {b['unit_pos_x']} + {dx} * ({b['unit_pos_y']} + {dy} * "
                        f"{b['unit_pos_z']});")
-            self._line(f"const int cb_lane = cb_lin & {self.P - 1};")
+            self._line(f"{unit_q}int cb_lane = cb_lin & {self.P - 1};")
             if d.plane_mode == "shuffle":
                 if self.units % self.P == 0:
                     self._line(f"const {self.mask_t} cb_pmask = {self.full_mask};")
@@ -171,6 +182,11 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow):
         source = "\n\n".join(p for p in parts if p) + "\n"
         return Rendered(self.entry, source, slots, self.sites, self.units, self.P,
                         offset if dynamic else 0, alignments, "cl_khr_subgroups" in self.needs)
+
+
+def _barrier_loop(ops: list[Op], dialect: Dialect) -> bool:
+    return any(op.opcode in ("for", "loop") and any(uses_barrier(o, dialect) for o in walk(op.blocks[0]))
+               for op in ops)
 
 
 __all__ = ["ERROR_WORDS", "MAX_DIMS", "ArgSlot", "OOBSite", "Rendered", "render"]
