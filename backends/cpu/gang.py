@@ -17,15 +17,15 @@ import math
 from cubepy.ir.nodes import Block, Const, Op, Var, walk
 from cubepy.ir.opcodes import LINE_OPS, PURE
 
-from .common import RET, CpuCompileError
-from .llvmtext import const, ltype, mangle
+from .common import RET
+from .lanes import Lanes
+from .llvmtext import ltype, mangle
 
 # how many loop iterations ahead a gang prefetches a grid-stride load (see _gprefetch)
 PREFETCH_AHEAD = 16
 
 
 class GangMixin:
-    gslot_local: dict = {}
     # --- eligibility ----------------------------------------------------------------------
 
     def _gang_ok(self, ops: list[Op]) -> bool:
@@ -113,137 +113,55 @@ class GangMixin:
             return all(accesses(o, inner) for b in op.blocks for o in b.ops)
         return all(accesses(op, False) for op in ops)
 
-    # --- helpers --------------------------------------------------------------------------
-
-    def _vt(self, scalar_ty: str) -> str:
-        return f"<{self.VF} x {scalar_ty}>"
-
-    def _splat(self, x: str, scalar_ty: str) -> str:
-        fn, vt = self.fn, self._vt(scalar_ty)
-        one = fn.op(f"insertelement {vt} poison, {scalar_ty} {x}, i64 0")
-        return fn.op(f"shufflevector {vt} {one}, {vt} poison, <{self.VF} x i32> zeroinitializer")
-
-    def _iota(self, scalar_ty: str) -> str:
-        return "<" + ", ".join(f"{scalar_ty} {i}" for i in range(self.VF)) + ">"
-
-    def _mty(self) -> str:
-        return self._vt("i1")
+    # --- masks ----------------------------------------------------------------------------
 
     def _any(self, m: str) -> str:
         fn = self.fn
-        bits = fn.op(f"bitcast {self._mty()} {m} to i{self.VF}")
+        bits = fn.op(f"bitcast {self.lanes.vector('i1')} {m} to i{self.VF}")
         return fn.op(f"icmp ne i{self.VF} {bits}, 0")
 
     def _mand(self, a: str, b: str) -> str:
-        return self.fn.op(f"and {self._mty()} {a}, {b}")
+        return self.fn.op(f"and {self.lanes.vector('i1')} {a}, {b}")
 
     def _mnot(self, a: str) -> str:
-        return self.fn.op(f"xor {self._mty()} {a}, {const_mask(self.VF, True)}")
+        return self.fn.op(f"xor {self.lanes.vector('i1')} {a}, {const_mask(self.VF, True)}")
+
+    def _mor_into(self, p: str, m: str) -> None:
+        fn, mt = self.fn, self.lanes.vector("i1")
+        cur = fn.op(f"load {mt}, ptr {p}")
+        fn.emit(f"store {mt} {fn.op(f'or {mt} {cur}, {m}')}, ptr {p}")
 
     def _vcall(self, name: str, args: list[tuple[str, str]]) -> None:
         self._decl(name, "void", [a for a, _ in args])
         self.fn.emit(f"call void @{name}({', '.join(f'{a} {b}' for a, b in args)})")
 
-    def _mor_into(self, p: str, m: str) -> None:
-        fn, mt = self.fn, self._mty()
-        cur = fn.op(f"load {mt}, ptr {p}")
-        fn.emit(f"store {mt} {fn.op(f'or {mt} {cur}, {m}')}, ptr {p}")
-
-    def _oob_mask(self):
-        return self.mask if self.gang else None
-
-    # --- values ---------------------------------------------------------------------------
-
-    def _gget(self, v) -> str:
-        if isinstance(v, Const):
-            return const(self._ty(v.type), v.value)
-        if v.id in self.regs:
-            return self.regs[v.id]
-        if v.id in self.inv:
-            r = self._splat(self.inv[v.id], ltype(v.type))
-        elif v.id in self.remat:
-            r = self._gbuiltin(self.remat[v.id])
-        elif v.id in self.slot_off:
-            r = self._gload_mem(self._slot_ptr(v.id, self.u)[0], v.type)
-        else:
-            raise self._internal(v)
-        self.regs[v.id] = r
-        return r
-
-    def _internal(self, v):
-        return CpuCompileError(f"internal: value {v!r} used outside its region", self.k.name, None)
-
-    def _gdefine(self, v, r: str) -> None:
-        self.regs[v.id] = r
-        if v.id in self.slot_off:
-            self._gstore_mem(self._slot_ptr(v.id, self.u)[0], v.type, r)
-
-    def _gload_mem(self, p: str, t) -> str:
-        vt = ltype(self._ty(t), True)
-        return self._from_mem(self.fn.op(f"load {vt}, ptr {p}, align {t.dtype.itemsize}"), self._ty(t))
-
-    def _gstore_mem(self, p: str, t, r: str) -> None:
-        """Store the active lanes of ``r`` to a per-unit array at ``p`` (others keep their value)."""
-        fn = self.fn
-        vt = ltype(self._ty(t), True)
-        old = fn.op(f"load {vt}, ptr {p}, align {t.dtype.itemsize}")
-        new = fn.op(f"select {self._mty()} {self.mask}, {vt} {self._to_mem(r, self._ty(t))}, {vt} {old}")
-        fn.emit(f"store {vt} {new}, ptr {p}, align {t.dtype.itemsize}")
-
-    def _gvar_ptr(self, var: Var) -> str:
-        if var.id in self.gslot_local:
-            return self.gslot_local[var.id]
-        if var.id in self.slot_off:
-            return self._slot_ptr(var.id, self.u)[0]
-        if var.id not in self.gvar_alloca:
-            self.gvar_alloca[var.id] = self.fn.alloca(ltype(self._ty(var.type), True), 64)
-        return self.gvar_alloca[var.id]
-
-    def _gbuiltin(self, name: str) -> str:
-        fn, u = self.fn, self.uvec
-        dx, dy, _ = self.dims
-        vt = self._vt("i32")
-
-        def c(n):
-            return self._splat(str(n), "i32")
-        if name == "unit_pos_plane":
-            return fn.op(f"and {vt} {u}, {c(self.P - 1)}")
-        if name == "unit_pos_x":
-            return u if dx == self.U else fn.op(f"urem {vt} {u}, {c(dx)}")
-        if name == "unit_pos_y":
-            return fn.op(f"urem {vt} {fn.op(f'udiv {vt} {u}, {c(dx)}')}, {c(dy)}")
-        return fn.op(f"udiv {vt} {u}, {c(dx * dy)}")
-
     # --- the gang loop --------------------------------------------------------------------
 
     def _gang_region(self, ops: list[Op]) -> None:
         fn, VF = self.fn, self.VF
-        self._oob_region_begin(ops, lanes=VF)
+        self._oob_region_begin(ops, VF)
         gvar, g, (head, _, latch, done) = fn.loop_begin(("g_head", "g_work", "g_latch", "g_done"), self.U)
-        saved = self.u, self.regs
-        self.gang, self.u, self.regs = True, g, {}
-        self.gvar_alloca = getattr(self, "gvar_alloca", {})
-        self.uvec = fn.op(f"add {self._vt('i32')} {self._splat(g, 'i32')}, {self._iota('i32')}")
+        saved = self.lanes, self.regs
+        self.lanes, self.regs = lanes, _ = Lanes.gang(fn, g, VF), {}
+        vt, mt = lanes.vector("i32"), lanes.vector("i1")
         m = const_mask(VF, True)
         if self.U % VF:
-            m = fn.op(f"icmp slt {self._vt('i32')} {self.uvec}, {self._splat(str(self.U), 'i32')}")
+            m = fn.op(f"icmp slt {vt} {lanes.units}, {lanes.splat(fn, str(self.U), 'i32')}")
         if self.need_status:
-            st = self._gstatus_ptr()
-            s = fn.op(f"load {self._vt('i32')}, ptr {st}, align 4")
-            m = self._mand(m, fn.op(f"icmp eq {self._vt('i32')} {s}, zeroinitializer"))
+            s = fn.op(f"load {vt}, ptr {self._status_ptr(g)}, align 4")
+            m = self._mand(m, fn.op(f"icmp eq {vt} {s}, zeroinitializer"))
         self._oob_unit_begin()
         # variables kept in slots live in registers for the gang's duration (copied in and out)
-        self.gslot_local = {}
         copied = []
         for var in self._gang_slot_vars(ops):
-            vt = ltype(self._ty(var.type), True)
-            p = self._slot_ptr(var.id, g)[0]
-            local = fn.alloca(vt, 64)
-            fn.emit(f"store {vt} {fn.op(f'load {vt}, ptr {p}, align {var.type.dtype.itemsize}')}, ptr {local}")
-            copied.append((p, local, vt, var.type.dtype.itemsize))
-            self.gslot_local[var.id] = local
-        self.gone = fn.alloca(self._mty(), 64)
-        fn.emit(f"store {self._mty()} zeroinitializer, ptr {self.gone}")
+            mty = ltype(lanes.of(var.type), True)
+            p = self._slot_ptr(var.id, g)
+            local = fn.alloca(mty, lanes.align)
+            fn.emit(f"store {mty} {fn.op(f'load {mty}, ptr {p}, align {var.type.dtype.itemsize}')}, ptr {local}")
+            copied.append((p, local, mty, var.type.dtype.itemsize))
+            self.slot_local[var.id] = local
+        self.gone = fn.alloca(mt, lanes.align)
+        fn.emit(f"store {mt} zeroinitializer, ptr {self.gone}")
         self.gloops: list = []
         self.gsteps: list = []
         self._gdefs = self._def_ops(ops)
@@ -254,13 +172,13 @@ class GangMixin:
         self._gblock(ops, m)
         fn.br(latch)
         fn.block(latch)
-        for p, local, vt, al in copied:
-            fn.emit(f"store {vt} {fn.op(f'load {vt}, ptr {local}')}, ptr {p}, align {al}")
-        self.gslot_local = {}
+        for p, local, mty, al in copied:
+            fn.emit(f"store {mty} {fn.op(f'load {mty}, ptr {local}')}, ptr {p}, align {al}")
+        self.slot_local = {}
         self._oob_unit_end(g)
         fn.loop_end(gvar, g, head, done, VF)
-        self.gang = False
-        self.u, self.regs = saved
+        self.lanes, self.regs = saved
+        self.mask = None
         self._oob_region_end()
 
     def _gang_slot_vars(self, ops: list[Op]) -> list[Var]:
@@ -277,10 +195,6 @@ class GangMixin:
             visit(op)
         return list(seen.values())
 
-    def _gstatus_ptr(self) -> str:
-        base = self._ws(self.status_off)
-        return self.fn.op(f"getelementptr i32, ptr {base}, i32 {self.u}")
-
     def _gblock(self, ops, entry_mask: str) -> None:
         """Emit ops under ``entry_mask``; after each control construct the mask loses the lanes
         that left (return, break, continue)."""
@@ -291,7 +205,7 @@ class GangMixin:
                 self.mask = self._mand(entry_mask, self._mnot(self._left()))
 
     def _left(self) -> str:
-        fn, mt = self.fn, self._mty()
+        fn, mt = self.fn, self.lanes.vector("i1")
         out = fn.op(f"load {mt}, ptr {self.gone}")
         if self.gloops:
             brk, cont = self.gloops[-1]
@@ -300,17 +214,17 @@ class GangMixin:
         return out
 
     def _gang_op(self, op: Op) -> None:
-        code, fn, mt = op.opcode, self.fn, self._mty()
+        code, fn, lanes = op.opcode, self.fn, self.lanes
         if op.result is not None and (op.result.id in self.invariant or op.result.id in self.remat):
             return
         if code in PURE:
             self._define(op.result, self._pure(op, [self._get(a) for a in op.args]))
         elif code == "load_var":
-            var = op.args[0]
-            self._define(op.result, self._gload_mem(self._gvar_ptr(var), var.type))
+            self._define(op.result, self._load_var(op.args[0]))
         elif code == "store_var":
             var = op.args[0]
-            self._gstore_mem(self._gvar_ptr(var), var.type, self._get(op.args[1]))
+            p = self._var_ptr(var)
+            self._store_lanes(p, var.type, self._get(op.args[1]))
         elif code == "load":
             self._define(op.result, self._gaccess(op.args[0], op.args[1:], None))
         elif code == "store":
@@ -328,9 +242,9 @@ class GangMixin:
             self.mask = "zeroinitializer"
         elif code == "return":
             if self.need_status:
-                st, vt = self._gstatus_ptr(), self._vt("i32")
+                st, vt, mt = self._status_ptr(lanes.first), lanes.vector("i32"), lanes.vector("i1")
                 old = fn.op(f"load {vt}, ptr {st}, align 4")
-                new = fn.op(f"select {mt} {self.mask}, {vt} {self._splat(str(RET), 'i32')}, {vt} {old}")
+                new = fn.op(f"select {mt} {self.mask}, {vt} {lanes.splat(fn, str(RET), 'i32')}, {vt} {old}")
                 fn.emit(f"store {vt} {new}, ptr {st}, align 4")
             self._mor_into(self.gone, self.mask)
             self.mask = "zeroinitializer"
@@ -357,13 +271,15 @@ class GangMixin:
         self.mask = m
 
     def _gloop(self, op: Op) -> None:
-        fn, mt = self.fn, self._mty()
+        fn, mt = self.fn, self.lanes.vector("i1")
         entry = self.mask
         var = op.attrs.get("var") if op.opcode == "for" else None
         if var is not None:
             start, stop, step = op.args
-            self._gstore_mem(self._gvar_ptr(var), var.type, self._get(start))
-            stop_v, step_v = self._get(stop), self._get(step)
+            p = self._var_ptr(var)
+            self._store_lanes(p, var.type, self._get(start))
+            stop_v = self._get(stop)
+            self._get(step)             # before the loop: the head and the latch find it in self.regs
         act = fn.alloca(mt, 64)
         brk, cont = fn.alloca(mt, 64), fn.alloca(mt, 64)
         for p in (brk, cont):
@@ -375,8 +291,7 @@ class GangMixin:
         self.regs = dict(regs)
         a = fn.op(f"load {mt}, ptr {act}")
         if var is not None:
-            i = self._gload_mem(self._gvar_ptr(var), var.type)
-            a = self._mand(a, self._gfor_cond(i, stop_v, step, step_v))
+            a = self._mand(a, self._for_cond(self._load_var(var), stop_v, step))
             fn.emit(f"store {mt} {a}, ptr {act}")
         fn.cbr(self._any(a), body, done)
         fn.block(body)
@@ -392,20 +307,11 @@ class GangMixin:
         fn.emit(f"store {mt} zeroinitializer, ptr {cont}")
         if var is not None:
             self.mask = a2
-            i = self._gload_mem(self._gvar_ptr(var), var.type)
-            self._gstore_mem(self._gvar_ptr(var), var.type, fn.op(f"add {self._vt('i32')} {i}, {step_v}"))
+            self._for_next(var, step)
         fn.br(head)
         fn.block(done)
         self.regs = regs
         self.mask = entry
-
-    def _gfor_cond(self, i: str, stop: str, step, step_v: str) -> str:
-        fn, vt = self.fn, self._vt("i32")
-        if isinstance(step, Const):
-            return fn.op(f"icmp {'slt' if step.value > 0 else 'sgt'} {vt} {i}, {stop}")
-        pos = fn.op(f"icmp sgt {vt} {step_v}, zeroinitializer")
-        return fn.op(f"select {self._mty()} {pos}, {self._mty()} {fn.op(f'icmp slt {vt} {i}, {stop}')}, "
-                     f"{self._mty()} {fn.op(f'icmp sgt {vt} {i}, {stop}')}")
 
     # --- software prefetch ----------------------------------------------------------------
 
@@ -475,28 +381,29 @@ class GangMixin:
 
     def _glin(self, buf, indices) -> str:
         """The <VF x i64> linear element offsets of buf[indices] (local memory: this unit's copy)."""
-        fn, v64 = self.fn, self._vt("i64")
-        idx = [fn.op(f"sext {self._vt('i32')} {self._get(i)} to {v64}") for i in indices]
+        fn, lanes = self.fn, self.lanes
+        v64 = lanes.vector("i64")
+        idx = [fn.op(f"sext {lanes.vector('i32')} {self._get(i)} to {v64}") for i in indices]
         if buf.kind == "global":
-            dims = [self._splat(fn.op(f"zext i32 %s{buf.param_index}_{d} to i64"), "i64") for d in range(buf.ndim)]
+            dims = [lanes.splat(fn, fn.op(f"zext i32 %s{buf.param_index}_{d} to i64"), "i64") for d in range(buf.ndim)]
         else:
-            dims = [self._splat(str(s), "i64") for s in buf.shape]
+            dims = [lanes.splat(fn, str(s), "i64") for s in buf.shape]
         lin = idx[0]
         for i, d in zip(idx[1:], dims[1:]):
             lin = fn.op(f"add {v64} {fn.op(f'mul {v64} {lin}, {d}')}, {i}")
         if buf.kind == "local":
-            per = self._splat(str(math.prod(buf.shape)), "i64")
-            u64 = fn.op(f"zext {self._vt('i32')} {self.uvec} to {v64}")
+            per = lanes.splat(fn, str(math.prod(buf.shape)), "i64")
+            u64 = fn.op(f"zext {lanes.vector('i32')} {lanes.units} to {v64}")
             lin = fn.op(f"add {v64} {fn.op(f'mul {v64} {u64}, {per}')}, {lin}")
         return lin
 
     def _gaccess(self, buf, indices, value):
         """A masked load (value None) or store of buf[indices] for the active lanes: a vector
         load/store when their element offsets are consecutive, else a gather/scatter."""
-        fn, VF, mt = self.fn, self.VF, self._mty()
-        et = self._ty(buf.type)
+        fn, VF, lanes = self.fn, self.VF, self.lanes
+        mt, et = lanes.vector("i1"), lanes.of(buf.type)
         vty, sty = ltype(et, True), ltype(buf.type, True)
-        v64 = self._vt("i64")
+        v64 = lanes.vector("i64")
         base = f"%b{buf.param_index}" if buf.kind == "global" else self._ws(self.buf_off[buf.id])
         m = self.mask
         al = buf.type.dtype.itemsize
@@ -507,19 +414,19 @@ class GangMixin:
         if flat:
             # one index: check in i32 (a quarter of the work of i64 on 64 lanes); the lanes are
             # consecutive iff idx - lane is one d0 for all active lanes and d0 + VF - 1 does not wrap
-            v32 = self._vt("i32")
+            v32 = lanes.vector("i32")
             i32v = self._get(indices[0])
-            d = fn.op(f"sub {v32} {i32v}, {self._iota('i32')}")
+            d = fn.op(f"sub {v32} {i32v}, {lanes.iota('i32')}")
             d32 = fn.op(f"extractelement {v32} {d}, i{VF} {lane}")
-            same = fn.op(f"icmp eq {v32} {d}, {self._splat(d32, 'i32')}")
+            same = fn.op(f"icmp eq {v32} {d}, {lanes.splat(fn, d32, 'i32')}")
             nowrap = fn.op(f"icmp sle i32 {d32}, {2**31 - VF}")
             d0 = fn.op(f"sext i32 {d32} to i64")
         else:
             lin = self._glin(buf, indices)
             # consecutive? d = lin - lane is the same for every active lane
-            d = fn.op(f"sub {v64} {lin}, {self._iota('i64')}")
+            d = fn.op(f"sub {v64} {lin}, {lanes.iota('i64')}")
             d0 = fn.op(f"extractelement {v64} {d}, i{VF} {lane}")
-            same = fn.op(f"icmp eq {v64} {d}, {self._splat(d0, 'i64')}")
+            same = fn.op(f"icmp eq {v64} {d}, {lanes.splat(fn, d0, 'i64')}")
             nowrap = None
         ok = fn.op(f"or {mt} {same}, {self._mnot(m)}")
         allsame = fn.op(f"icmp eq i{VF} {fn.op(f'bitcast {mt} {ok} to i{VF}')}, -1")
@@ -544,7 +451,7 @@ class GangMixin:
         if flat:
             lin = self._glin(buf, indices)
         ps = fn.op(f"getelementptr {sty}, ptr {base}, {v64} {lin}")
-        pv = self._vt("ptr")
+        pv = lanes.vector("ptr")
         if value is None:
             r = self._call(f"llvm.masked.gather.{vm}.v{VF}p0", vty,
                            [(f"{pv} align {al}", ps), (mt, m), (vty, "zeroinitializer")])

@@ -1,128 +1,14 @@
-"""Unit-level lowering inside a region: values, slots, variables and structured control flow."""
+"""One unit at a time inside a region: its ops, with real branches for structured control flow."""
 
 from __future__ import annotations
 
-from cubepy.ir.nodes import (
-    Const,
-    Op,
-    Value,
-    Var,
-)
+from cubepy.ir.nodes import Op
 from cubepy.ir.opcodes import PURE
-from cubepy.ir.types import Type
 
 from .common import RET, CpuCompileError, _code
-from .llvmtext import const, ltype
 
 
 class UnitMixin:
-    gang = False                # emitting a gang (gang.py) rather than one unit
-
-    def _get_cube(self, v) -> str:
-        if isinstance(v, Const):
-            return const(v.type, v.value)
-        return self.inv[v.id]
-
-    def _get(self, v) -> str:
-        if self.gang:
-            return self._gget(v)
-        if isinstance(v, Const):
-            return const(v.type, v.value)
-        if v.id in self.inv:
-            return self.inv[v.id]
-        if v.id in self.regs:
-            return self.regs[v.id]
-        if v.id in self.remat:
-            r = self._unit_builtin(self.remat[v.id])
-        elif v.id in self.slot_off:
-            r = self._load_slot(v, self.u)
-        else:
-            raise CpuCompileError(f"internal: value {v!r} used outside its region", self.k.name, None)
-        self.regs[v.id] = r
-        return r
-
-    def _define(self, v: Value, r: str) -> None:
-        if self.gang:
-            return self._gdefine(v, r)
-        self.regs[v.id] = r
-        if v.id in self.slot_off:
-            self._store_slot(v, self.u, r)
-
-    def _slot_ptr(self, key: int, u: str, off_ty=None) -> tuple[str, str]:
-        off, mty = self.slot_off[key]
-        return self.fn.op(f"getelementptr {mty}, ptr {self._ws(off)}, i32 {u}"), mty
-
-    def _load_slot(self, v, u: str) -> str:
-        p, mty = self._slot_ptr(v.id, u)
-        return self._from_mem(self.fn.op(f"load {mty}, ptr {p}, align {v.type.dtype.itemsize}"), v.type)
-
-    def _store_slot(self, v, u: str, r: str) -> None:
-        p, mty = self._slot_ptr(v.id, u)
-        self.fn.emit(f"store {mty} {self._to_mem(r, v.type)}, ptr {p}, align {v.type.dtype.itemsize}")
-
-    def _from_mem(self, r: str, t: Type) -> str:
-        if t.dtype.is_bool:
-            zero = "zeroinitializer" if t.width > 1 else "0"
-            return self.fn.op(f"icmp ne {ltype(t, True)} {r}, {zero}")
-        return r
-
-    def _to_mem(self, r: str, t: Type) -> str:
-        if t.dtype.is_bool:
-            return self.fn.op(f"zext {ltype(t)} {r} to {ltype(t, True)}")
-        return r
-
-    def _var_ptr(self, var: Var) -> tuple[str, str]:
-        if var.id in self.slot_off:
-            return self._slot_ptr(var.id, self.u)
-        if not hasattr(self, "var_alloca"):
-            self.var_alloca = {}
-        if var.id not in self.var_alloca:
-            self.var_alloca[var.id] = self.fn.alloca(ltype(var.type, True))
-        return self.var_alloca[var.id], ltype(var.type, True)
-
-    def _load_var(self, var: Var) -> str:
-        p, mty = self._var_ptr(var)
-        return self._from_mem(self.fn.op(f"load {mty}, ptr {p}, align {var.type.dtype.itemsize}"), var.type)
-
-    def _store_var(self, var: Var, r: str) -> None:
-        p, mty = self._var_ptr(var)
-        self.fn.emit(f"store {mty} {self._to_mem(r, var.type)}, ptr {p}, align {var.type.dtype.itemsize}")
-
-    def _unit_builtin(self, name: str) -> str:
-        fn, u = self.fn, self.u
-        dx, dy, _ = self.dims
-        if name == "unit_pos_plane":
-            return fn.op(f"and i32 {u}, {self.P - 1}")
-        if name == "unit_pos_x":
-            return u if dx == self.U else fn.op(f"urem i32 {u}, {dx}")
-        if name == "unit_pos_y":
-            return fn.op(f"urem i32 {fn.op(f'udiv i32 {u}, {dx}')}, {dy}")
-        return fn.op(f"udiv i32 {u}, {dx * dy}")
-
-    def _pure_or_leaf(self, op: Op) -> str:
-        """An invariant op, emitted once per cube."""
-        code = op.opcode
-        if code == "param":
-            return f"%p{op.attrs['index']}"
-        if code == "shape":
-            return f"%s{op.args[0].param_index}_{op.attrs['dim']}"
-        if code == "builtin":
-            name = op.attrs["name"]
-            if name in self.cube_pos:
-                return self.cube_pos[name]
-            if name.startswith("cube_dim"):
-                return str(self.dims["xyz".index(name[-1])])
-            if name.startswith("cube_count"):
-                return f"%cc{name[-1]}"
-            if name == "plane_dim":
-                return str(self.P)
-            raise CpuCompileError(f"unknown builtin {name!r}", self.k.name, op.loc)
-        saved = self.regs, self.u
-        self.regs = {}
-        r = self._pure(op, [self._get_cube(a) for a in op.args])
-        self.regs, self.u = saved
-        return r
-
     def _unit_op(self, op: Op) -> None:
         code = op.opcode
         fn = self.fn
@@ -156,11 +42,11 @@ class UnitMixin:
             if top[0] == "unit":
                 fn.br(top[1] if code == "break" else top[2])
             else:
-                self._set_status(self.u, _code(top[1], 0 if code == "break" else 1))
+                self._set_status(self.lanes.first, _code(top[1], 0 if code == "break" else 1))
                 fn.br(self.unit_end)
         elif code == "return":
             if self.need_status:
-                self._set_status(self.u, RET)
+                self._set_status(self.lanes.first, RET)
             fn.br(self.unit_end)
         else:
             raise CpuCompileError(f"opcode {code!r} is not supported here", self.k.name, op.loc)
@@ -192,7 +78,7 @@ class UnitMixin:
             start, stop, step = op.args
             self._store_var(var, self._get(start))
             stop_v = self._get(stop)
-            step_v = self._get(step)
+            self._get(step)             # before the loop: the head and the latch find it in self.regs
         fn.block(head)
         regs = self.regs
         self.regs = dict(regs)
@@ -206,7 +92,7 @@ class UnitMixin:
         fn.block(latch)
         self.regs = dict(regs)
         if var is not None:
-            self._store_var(var, fn.op(f"add i32 {self._load_var(var)}, {step_v}"))
+            self._for_next(var, step)
         fn.br(head)
         fn.block(done)
         self.regs = regs
