@@ -34,7 +34,7 @@ class CubeMixin:
 
         def body():
             for op in ops:
-                self._unit_op(op)
+                self._region_op(op)
         self._oob_region_begin(ops)
         self._unit_loop(body, records=True)
         self._oob_region_end()

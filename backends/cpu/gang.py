@@ -142,7 +142,8 @@ class GangMixin:
         self._oob_region_begin(ops, VF)
         gvar, g, (head, _, latch, done) = fn.loop_begin(("g_head", "g_work", "g_latch", "g_done"), self.U)
         saved = self.lanes, self.regs
-        self.lanes, self.regs = lanes, _ = Lanes.gang(fn, g, VF), {}
+        lanes = self.lanes = Lanes.gang(fn, g, VF)
+        self.regs = {}
         vt, mt = lanes.vector("i32"), lanes.vector("i1")
         m = const_mask(VF, True)
         if self.U % VF:
@@ -200,7 +201,7 @@ class GangMixin:
         that left (return, break, continue)."""
         self.mask = entry_mask
         for op in ops:
-            self._gang_op(op)
+            self._region_op(op)
             if op.blocks or op.opcode in ("break", "continue", "return"):
                 self.mask = self._mand(entry_mask, self._mnot(self._left()))
 
@@ -213,24 +214,13 @@ class GangMixin:
             out = fn.op(f"or {mt} {out}, {fn.op(f'load {mt}, ptr {cont}')}")
         return out
 
-    def _gang_op(self, op: Op) -> None:
+    def _gang_flow(self, op: Op) -> None:
+        """A buffer access or control-flow op of a gang, under the active-lane mask."""
         code, fn, lanes = op.opcode, self.fn, self.lanes
-        if op.result is not None and (op.result.id in self.invariant or op.result.id in self.remat):
-            return
-        if code in PURE:
-            self._define(op.result, self._pure(op, [self._get(a) for a in op.args]))
-        elif code == "load_var":
-            self._define(op.result, self._load_var(op.args[0]))
-        elif code == "store_var":
-            var = op.args[0]
-            p = self._var_ptr(var)
-            self._store_lanes(p, var.type, self._get(op.args[1]))
-        elif code == "load":
+        if code == "load":
             self._define(op.result, self._gaccess(op.args[0], op.args[1:], None))
         elif code == "store":
             self._gaccess(op.args[0], op.args[1:-1], self._get(op.args[-1]))
-        elif code == "report_oob":
-            self._report_oob(op)
         elif code == "if":
             self._gif(op)
         elif code in ("for", "loop"):
@@ -273,13 +263,7 @@ class GangMixin:
     def _gloop(self, op: Op) -> None:
         fn, mt = self.fn, self.lanes.vector("i1")
         entry = self.mask
-        var = op.attrs.get("var") if op.opcode == "for" else None
-        if var is not None:
-            start, stop, step = op.args
-            p = self._var_ptr(var)
-            self._store_lanes(p, var.type, self._get(start))
-            stop_v = self._get(stop)
-            self._get(step)             # before the loop: the head and the latch find it in self.regs
+        var, stop = self._for_start(op)
         act = fn.alloca(mt, 64)
         brk, cont = fn.alloca(mt, 64), fn.alloca(mt, 64)
         for p in (brk, cont):
@@ -291,7 +275,7 @@ class GangMixin:
         self.regs = dict(regs)
         a = fn.op(f"load {mt}, ptr {act}")
         if var is not None:
-            a = self._mand(a, self._for_cond(self._load_var(var), stop_v, step))
+            a = self._mand(a, self._for_cond(self._load_var(var), stop, op.args[2]))
             fn.emit(f"store {mt} {a}, ptr {act}")
         fn.cbr(self._any(a), body, done)
         fn.block(body)
@@ -307,7 +291,7 @@ class GangMixin:
         fn.emit(f"store {mt} zeroinitializer, ptr {cont}")
         if var is not None:
             self.mask = a2
-            self._for_next(var, step)
+            self._for_next(var, op.args[2])
         fn.br(head)
         fn.block(done)
         self.regs = regs

@@ -1,14 +1,17 @@
-"""Inside a region: values, variables and unit builtins of every lane, at any lane width.
+"""Inside a region: the ops, values, variables and unit builtins of every lane, at any lane width.
 
 A region runs one unit at a time (unit.py: scalar values, real branches) or as gangs of VF units
-(gang.py: ``<VF x T>`` vectors under an active-lane mask). Both use the methods here, which take
-the width from ``self.lanes`` (lanes.py). ``self.mask`` is a gang's active lanes, and None for one
-unit, whose control flow keeps inactive units away (so its stores need no blend).
+(gang.py: ``<VF x T>`` vectors under an active-lane mask). Both lower their ops through the one
+emitter here, which takes the width from ``self.lanes`` (lanes.py). ``self.mask`` is a gang's
+active lanes, and None for one unit, whose control flow keeps inactive units away (so its stores
+need no blend). Only buffer accesses and control flow are lowered apart: `_region_op` hands them
+to `_unit_flow` or `_gang_flow`.
 """
 
 from __future__ import annotations
 
 from cubepy.ir.nodes import Const, Op, Value, Var
+from cubepy.ir.opcodes import PURE
 from cubepy.ir.types import Type
 
 from .common import CpuCompileError
@@ -152,6 +155,17 @@ class RegionMixin:
 
     # --- for loops ------------------------------------------------------------------------
 
+    def _for_start(self, op: Op) -> tuple[Var | None, str | None]:
+        """Before a ``for``: its counter variable = start; stop and step in registers, where the
+        loop's head and latch find them (self.regs). Returns (counter, stop), or Nones for a ``loop``."""
+        if op.opcode != "for":
+            return None, None
+        var, (start, stop, step) = op.attrs["var"], op.args
+        self._store_var(var, self._get(start))
+        stop_v = self._get(stop)
+        self._get(step)
+        return var, stop_v
+
     def _for_cond(self, i: str, stop: str, step) -> str:
         """Does counter ``i`` still run (before ``stop``, in the direction of ``step``)?"""
         fn, vt, mt = self.fn, self.lanes.vector("i32"), self.lanes.vector("i1")
@@ -165,3 +179,22 @@ class RegionMixin:
         """The counter ``var`` += ``step``."""
         i = self._load_var(var)
         self._store_var(var, self.fn.op(f"add {self.lanes.vector('i32')} {i}, {self._get(step)}"))
+
+    # --- ops ------------------------------------------------------------------------------
+
+    def _region_op(self, op: Op) -> None:
+        code = op.opcode
+        if op.result is not None and (op.result.id in self.invariant or op.result.id in self.remat):
+            return
+        if code in PURE:
+            self._define(op.result, self._pure(op, [self._get(a) for a in op.args]))
+        elif code == "load_var":
+            self._define(op.result, self._load_var(op.args[0]))
+        elif code == "store_var":
+            self._store_var(op.args[0], self._get(op.args[1]))
+        elif code == "report_oob":
+            self._report_oob(op)
+        elif self.mask is None:
+            self._unit_flow(op)
+        else:
+            self._gang_flow(op)

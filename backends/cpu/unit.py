@@ -1,38 +1,30 @@
-"""One unit at a time inside a region: its ops, with real branches for structured control flow."""
+"""One unit at a time inside a region: buffer accesses, atomics and real branches for control flow.
+
+Everything else a unit does goes through the width-independent emitter (region.py) at width 1.
+"""
 
 from __future__ import annotations
 
 from cubepy.ir.nodes import Op
-from cubepy.ir.opcodes import PURE
 
 from .common import RET, CpuCompileError, _code
 
 
 class UnitMixin:
-    def _unit_op(self, op: Op) -> None:
+    def _unit_flow(self, op: Op) -> None:
+        """A buffer access, atomic or control-flow op of one unit."""
         code = op.opcode
         fn = self.fn
-        if op.result is not None and (op.result.id in self.invariant or op.result.id in self.remat):
-            return
-        if code in PURE:
-            self._define(op.result, self._pure(op, [self._get(a) for a in op.args]))
-        elif code == "load_var":
-            self._define(op.result, self._load_var(op.args[0]))
-        elif code == "store_var":
-            self._store_var(op.args[0], self._get(op.args[1]))
-        elif code == "load":
-            p, mty = self._address(op.args[0], op.args[1:])
-            r = fn.op(f"load {mty}, ptr {p}, align {op.args[0].type.dtype.itemsize}")
-            self._define(op.result, self._from_mem(r, op.result.type))
+        if code == "load":
+            buf = op.args[0]
+            p, _ = self._address(buf, op.args[1:])
+            self._define(op.result, self._load_lanes(p, buf.type))
         elif code == "store":
             buf = op.args[0]
-            p, mty = self._address(buf, op.args[1:-1])
-            v = self._to_mem(self._get(op.args[-1]), buf.type)
-            fn.emit(f"store {mty} {v}, ptr {p}, align {buf.type.dtype.itemsize}")
+            p, _ = self._address(buf, op.args[1:-1])
+            self._store_lanes(p, buf.type, self._get(op.args[-1]))
         elif code == "atomic":
             self._atomic(op)
-        elif code == "report_oob":
-            self._report_oob(op)
         elif code == "if":
             self._unit_if(op)
         elif code in ("for", "loop"):
@@ -59,13 +51,13 @@ class UnitMixin:
         fn.block(t)
         self.regs = dict(regs)
         for o in op.blocks[0].ops:
-            self._unit_op(o)
+            self._region_op(o)
         fn.br(m)
         fn.block(e)
         self.regs = dict(regs)
         if len(op.blocks) > 1:
             for o in op.blocks[1].ops:
-                self._unit_op(o)
+                self._region_op(o)
         fn.br(m)
         fn.block(m)
         self.regs = regs
@@ -73,26 +65,21 @@ class UnitMixin:
     def _unit_loop_op(self, op: Op) -> None:
         fn = self.fn
         head, body, latch, done = (fn.label(x) for x in ("l_head", "l_body", "l_latch", "l_done"))
-        var = op.attrs.get("var") if op.opcode == "for" else None
-        if var is not None:
-            start, stop, step = op.args
-            self._store_var(var, self._get(start))
-            stop_v = self._get(stop)
-            self._get(step)             # before the loop: the head and the latch find it in self.regs
+        var, stop = self._for_start(op)
         fn.block(head)
         regs = self.regs
         self.regs = dict(regs)
         if var is not None:
-            fn.cbr(self._for_cond(self._load_var(var), stop_v, step), body, done)
+            fn.cbr(self._for_cond(self._load_var(var), stop, op.args[2]), body, done)
         fn.block(body)
         self.loops.append(("unit", done, latch))
         for o in op.blocks[0].ops:
-            self._unit_op(o)
+            self._region_op(o)
         self.loops.pop()
         fn.block(latch)
         self.regs = dict(regs)
         if var is not None:
-            self._for_next(var, step)
+            self._for_next(var, op.args[2])
         fn.br(head)
         fn.block(done)
         self.regs = regs
