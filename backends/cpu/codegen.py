@@ -31,6 +31,8 @@ from .common import ERR_WORDS, MAX_OOB_DIMS, CpuCompileError, Layout, _sanitize
 from .cube import CubeMixin
 from .expr import ExprMixin
 from .gang import GangMixin
+from .gang_access import GangAccessMixin
+from .gang_choice import GangChoiceMixin
 from .llvmtext import Fn, ltype, scalar_type
 from .memory import MemoryMixin
 from .oob import OobMixin
@@ -39,8 +41,8 @@ from .region import RegionMixin
 from .unit import UnitMixin
 
 
-class Codegen(AnalysisMixin, CubeMixin, PlaneMixin, RegionMixin, UnitMixin, GangMixin, MemoryMixin, OobMixin,
-              ExprMixin):
+class Codegen(AnalysisMixin, GangChoiceMixin, CubeMixin, PlaneMixin, RegionMixin, UnitMixin, GangMixin,
+              GangAccessMixin, MemoryMixin, OobMixin, ExprMixin):
     def __init__(self, kernel: Kernel, plane_dim: int, levels: dict | None = None, vf: int = 16):
         self.k = kernel
         self.P = int(plane_dim)
