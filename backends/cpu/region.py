@@ -183,6 +183,8 @@ class RegionMixin:
     # --- ops ------------------------------------------------------------------------------
 
     def _region_op(self, op: Op) -> None:
+        """One op of the region on every lane. Buffer accesses and control flow go to the lowering
+        of this width: real branches for one unit (no mask), the active-lane mask for a gang."""
         code = op.opcode
         if op.result is not None and (op.result.id in self.invariant or op.result.id in self.remat):
             return
