@@ -35,7 +35,7 @@ class Lanes:
 
     def of(self, t: Type) -> Type:
         """The type of a value of IR type ``t`` on every lane (a gang never holds Lines)."""
-        return Type(t.dtype, t.width * self.n)
+        return t if self.n == 1 else Type(t.dtype, t.width * self.n)
 
     def vector(self, scalar_ty: str) -> str:
         return scalar_ty if self.n == 1 else f"<{self.n} x {scalar_ty}>"
