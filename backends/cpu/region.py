@@ -56,13 +56,13 @@ class RegionMixin:
         return r
 
     def _get(self, v) -> str:
-        """``v`` on every lane: a constant, the register defining it, a cube-invariant value (a
-        splat in a gang), a unit builtin or a slot load (both emitted on first use)."""
-        if isinstance(v, Const):
-            return const(self.lanes.of(v.type), v.value)
+        """``v`` on every lane: the register defining it, a constant, a cube-invariant value (a
+        splat in a gang), a unit builtin or a slot load (each made on first use, then kept)."""
         if v.id in self.regs:
             return self.regs[v.id]
-        if v.id in self.inv:
+        if isinstance(v, Const):
+            r = const(self.lanes.of(v.type), v.value)
+        elif v.id in self.inv:
             r = self.lanes.splat(self.fn, self.inv[v.id], ltype(v.type))
         elif v.id in self.remat:
             r = self._builtin(self.remat[v.id])
