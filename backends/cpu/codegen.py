@@ -31,14 +31,18 @@ from .common import ERR_WORDS, MAX_OOB_DIMS, CpuCompileError, Layout, _sanitize
 from .cube import CubeMixin
 from .expr import ExprMixin
 from .gang import GangMixin
+from .gang_access import GangAccessMixin
+from .gang_choice import GangChoiceMixin
 from .llvmtext import Fn, ltype, scalar_type
 from .memory import MemoryMixin
 from .oob import OobMixin
 from .plane import PlaneMixin
+from .region import RegionMixin
 from .unit import UnitMixin
 
 
-class Codegen(AnalysisMixin, CubeMixin, PlaneMixin, UnitMixin, MemoryMixin, OobMixin, GangMixin, ExprMixin):
+class Codegen(AnalysisMixin, GangChoiceMixin, CubeMixin, PlaneMixin, RegionMixin, UnitMixin, GangMixin,
+              GangAccessMixin, MemoryMixin, OobMixin, ExprMixin):
     def __init__(self, kernel: Kernel, plane_dim: int, levels: dict | None = None, vf: int = 16):
         self.k = kernel
         self.P = int(plane_dim)
@@ -181,7 +185,8 @@ class Codegen(AnalysisMixin, CubeMixin, PlaneMixin, UnitMixin, MemoryMixin, OobM
             self.decls["memset"] = "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)"
         self.inv: dict[int, str] = {}
         self.regs: dict[int, str] = {}
-        self.u = None
+        self.var_alloca: dict = {}      # stack slots of variables, by (var id, lanes)
+        self.slot_local: dict = {}      # a gang's register copies of slot variables
         self.loops: list = []           # ("unit", break, continue) or ("cube", depth)
         self.depth = 0
         for op in walk(self.k.body):

@@ -10,6 +10,7 @@ from cubepy.ir.nodes import (
 )
 
 from .common import CpuCompileError, _code
+from .lanes import Lanes
 
 
 class CubeMixin:
@@ -33,7 +34,7 @@ class CubeMixin:
 
         def body():
             for op in ops:
-                self._unit_op(op)
+                self._region_op(op)
         self._oob_region_begin(ops)
         self._unit_loop(body, records=True)
         self._oob_region_end()
@@ -42,8 +43,8 @@ class CubeMixin:
         """for u in range(U): (if status[u] == 0:) body() -- body may branch to self.unit_end."""
         fn = self.fn
         uvar, u, (head, _, latch, done) = fn.loop_begin(("u_head", "u_work", "u_latch", "u_done"), self.U)
-        saved = self.u, self.regs, getattr(self, "unit_end", None)
-        self.u, self.regs, self.unit_end = u, {}, latch
+        saved = self.lanes, self.regs, getattr(self, "unit_end", None)
+        self.lanes, self.regs, self.unit_end = Lanes.unit(u), {}, latch
         if records:
             self._oob_unit_begin()
         if self.need_status and not all_units:
@@ -55,7 +56,7 @@ class CubeMixin:
         if records:
             self._oob_unit_end(u)
         fn.loop_end(uvar, u, head, done)
-        self.u, self.regs, self.unit_end = saved
+        self.lanes, self.regs, self.unit_end = saved
 
     def _status_ptr(self, u: str) -> str:
         base = self._ws(self.status_off)
@@ -70,11 +71,11 @@ class CubeMixin:
     def _remap_status(self, mapping: dict[int, int]) -> None:
         """Over all units: status[u] = mapping.get(status[u], status[u])."""
         def body():
-            s = self._status(self.u)
+            s = self._status(self.lanes.first)
             new = s
             for old, to in mapping.items():
                 new = self.fn.op(f"select i1 {self.fn.op(f'icmp eq i32 {s}, {old}')}, i32 {to}, i32 {new}")
-            self._set_status(self.u, new)
+            self._set_status(self.lanes.first, new)
         self._unit_loop(body, all_units=True)
 
     def _any_running(self) -> str:
@@ -84,7 +85,7 @@ class CubeMixin:
         fn.emit(f"store i1 false, ptr {acc}")
 
         def body():
-            z = fn.op(f"icmp eq i32 {self._status(self.u)}, 0")
+            z = fn.op(f"icmp eq i32 {self._status(self.lanes.first)}, 0")
             cur = fn.op(f"load i1, ptr {acc}")
             fn.emit(f"store i1 {fn.op(f'or i1 {cur}, {z}')}, ptr {acc}")
         self._unit_loop(body, all_units=True)
@@ -109,9 +110,9 @@ class CubeMixin:
         if isinstance(v, Const) or v.id in self.invariant:
             return self._get_cube(v), None
         if not self.need_status:
-            self.u, self.regs = "0", {}
+            self.lanes, self.regs = Lanes.unit("0"), {}
             r = self._get(v)
-            self.u = None
+            self.lanes = Lanes.unit(None)
             return r, None
         idx = fn.alloca("i32", 4)
         fn.emit(f"store i32 {self.U}, ptr {idx}")
@@ -126,9 +127,9 @@ class CubeMixin:
         first = fn.op(f"load i32, ptr {idx}")
         has = fn.op(f"icmp slt i32 {first}, {self.U}")
         safe = fn.op(f"select i1 {has}, i32 {first}, i32 0")
-        self.u, self.regs = safe, {}
+        self.lanes, self.regs = Lanes.unit(safe), {}
         r = self._get(v)
-        self.u = None
+        self.lanes = Lanes.unit(None)
         return r, has
 
     def _cube_if(self, op: Op) -> None:
@@ -161,7 +162,7 @@ class CubeMixin:
             yes, no = fn.label("m_skip"), fn.label("m_keep")
             fn.cbr(nc, yes, no)
             fn.block(yes)
-            self._set_status(self.u, skip)
+            self._set_status(self.lanes.first, skip)
             fn.block(no)
         self._unit_loop(mask)
         self._cube_block(then_b)
@@ -191,7 +192,7 @@ class CubeMixin:
                 stop_l, go = fn.label("cl_stop"), fn.label("cl_go")
                 fn.cbr(ok, go, stop_l)
                 fn.block(stop_l)
-                self._set_status(self.u, brk)
+                self._set_status(self.lanes.first, brk)
                 fn.block(go)
             self._unit_loop(check)
         fn.cbr(self._any_running(), body, done)
@@ -201,27 +202,17 @@ class CubeMixin:
         self.loops.pop()
 
         def latch():
-            s = self._status(self.u)
+            s = self._status(self.lanes.first)
             s2 = fn.op(f"select i1 {fn.op(f'icmp eq i32 {s}, {cont}')}, i32 0, i32 {s}")
-            self._set_status(self.u, s2)
+            self._set_status(self.lanes.first, s2)
             if var is not None:
                 inc, skip = fn.label("cl_inc"), fn.label("cl_skip")
                 fn.cbr(fn.op(f"icmp eq i32 {s2}, 0"), inc, skip)
                 fn.block(inc)
-                i = self._load_var(var)
-                self._store_var(var, fn.op(f"add i32 {i}, {self._get(step)}"))
+                self._for_next(var, step)
                 fn.block(skip)
         self._unit_loop(latch, all_units=True)
         fn.br(head)
         fn.block(done)
         self._remap_status({brk: 0, cont: 0})
         self.depth -= 1
-
-    def _for_cond(self, i: str, stop: str, step) -> str:
-        fn = self.fn
-        if isinstance(step, Const):
-            return fn.op(f"icmp {'slt' if step.value > 0 else 'sgt'} i32 {i}, {stop}")
-        s = self._get(step)
-        pos = fn.op(f"icmp sgt i32 {s}, 0")
-        return fn.op(f"select i1 {pos}, i1 {fn.op(f'icmp slt i32 {i}, {stop}')}, "
-                     f"i1 {fn.op(f'icmp sgt i32 {i}, {stop}')}")

@@ -53,16 +53,12 @@ class ExprMixin:
             vec = fn.op(f"insertelement {ltype(t)} {vec}, {sty} {one(parts)}, i64 {i}")
         return vec
 
-    def _ty(self, t: Type) -> Type:
-        """The type a value of IR type ``t`` has in the code being emitted (a VF vector in a gang)."""
-        return Type(t.dtype, self.VF) if self.gang else t
-
     def _pure(self, op: Op, a: list[str]) -> str:
         code = op.opcode
         fn = self.fn
         if code in COMPARE:
-            return self._compare(code, a[0], a[1], self._ty(op.args[0].type))
-        t = self._ty(op.result.type)
+            return self._compare(code, a[0], a[1], self.lanes.of(op.args[0].type))
+        t = self.lanes.of(op.result.type)
         ty = ltype(t)
         if code in UNARY:
             return self._unary(code, a[0], t)
@@ -80,18 +76,18 @@ class ExprMixin:
                 return self._intrinsic("fma", t, a)
             return self._binary("add", self._binary("mul", a[0], a[1], t), a[2], t)
         if code == "select":
-            cty = ltype(self._ty(op.args[0].type))
+            cty = ltype(self.lanes.of(op.args[0].type))
             return fn.op(f"select {cty} {a[0]}, {ty} {a[1]}, {ty} {a[2]}")
         if code == "cast":
-            return self._cast(a[0], self._ty(op.args[0].type), t)
+            return self._cast(a[0], self.lanes.of(op.args[0].type), t)
         if code == "broadcast":
-            sty = ltype(self._ty(op.args[0].type))
+            sty = ltype(self.lanes.of(op.args[0].type))
             one = fn.op(f"insertelement {ty} poison, {sty} {a[0]}, i64 0")
             return fn.op(f"shufflevector {ty} {one}, {ty} poison, <{t.width} x i32> zeroinitializer")
         if code == "extract":
-            return fn.op(f"extractelement {ltype(self._ty(op.args[0].type))} {a[0]}, i64 {op.attrs['index']}")
+            return fn.op(f"extractelement {ltype(self.lanes.of(op.args[0].type))} {a[0]}, i64 {op.attrs['index']}")
         if code == "insert":
-            sty = ltype(self._ty(op.args[1].type))
+            sty = ltype(self.lanes.of(op.args[1].type))
             return fn.op(f"insertelement {ty} {a[0]}, {sty} {a[1]}, i64 {op.attrs['index']}")
         raise CpuCompileError(f"opcode {code!r} is not supported", self.k.name, op.loc)
 

@@ -33,7 +33,7 @@ class MemoryMixin:
             lin = fn.op(f"add i64 {fn.op(f'mul i64 {lin}, {d}')}, {i}")
         if buf.kind == "local":
             per = math.prod(buf.shape)
-            u64_ = fn.op(f"zext i32 {self.u} to i64")
+            u64_ = fn.op(f"zext i32 {self.lanes.first} to i64")
             lin = fn.op(f"add i64 {fn.op(f'mul i64 {u64_}, {per}')}, {lin}")
         return fn.op(f"getelementptr {mty}, ptr {base}, i64 {lin}"), mty
 

@@ -15,8 +15,11 @@ at their full width) takes two words, low then high, so the report shows the tru
 from __future__ import annotations
 
 from cubepy.ir.nodes import Const, Op, walk
+from cubepy.ir.types import Type, i32, i64
 
 from .common import MAX_OOB_DIMS
+from .lanes import Lanes
+from .llvmtext import const
 
 
 def region_sites(ops: list[Op]) -> list[Op]:
@@ -49,14 +52,14 @@ class OobMixin:
         base = self.fn.op(f"getelementptr i32, ptr %rec, i32 {word * self.Upad}")
         return self.fn.op(f"getelementptr i32, ptr {base}, i32 {u}")
 
-    def _oob_region_begin(self, ops: list[Op], lanes: int = 1) -> None:
-        """Set up the per-unit record of a region (``lanes`` > 1: vectors of a gang)."""
+    def _oob_region_begin(self, ops: list[Op], width: int = 1) -> None:
+        """Set up the per-unit record of a region emitted ``width`` units at a time (a gang's: vectors)."""
         sites = region_sites(ops)
         if not sites:
             self.oob = None
             return
-        fn = self.fn
-        ty = "i32" if lanes == 1 else f"<{lanes} x i32>"
+        fn, lanes = self.fn, Lanes(width)
+        ty = lanes.vector("i32")
         nvals = max(self._oob_words(op) for op in sites)
         self.oob = {"ty": ty, "lanes": lanes, "site": fn.alloca(ty), "vals": [fn.alloca(ty) for _ in range(nvals)],
                     "any": fn.alloca("i32", 4), "sites": []}
@@ -64,9 +67,9 @@ class OobMixin:
 
     def _oob_unit_begin(self) -> None:
         if self.oob:
-            ty = self.oob["ty"]
+            ty, zero = self.oob["ty"], self.oob["lanes"].zero
             for p in [self.oob["site"], *self.oob["vals"]]:
-                self.fn.emit(f"store {ty} zeroinitializer, ptr {p}" if ty != "i32" else f"store i32 0, ptr {p}")
+                self.fn.emit(f"store {ty} {zero}, ptr {p}")
 
     def _report_oob(self, op: Op) -> None:
         """The else branch of a bounds check: remember this access unless the unit has one already."""
@@ -76,42 +79,36 @@ class OobMixin:
         unsigned = tuple(not a.type.dtype.is_signed for a in op.args[:nd])
         self.oob_sites.append((op.attrs.get("array", "?"), op.loc, nd, unsigned))
         rec["sites"].append((site, op))
-        ty = rec["ty"]
-        zero = "0" if ty == "i32" else "zeroinitializer"
+        ty, lanes = rec["ty"], rec["lanes"]
+        cty = lanes.vector("i1")
         cur = fn.op(f"load {ty}, ptr {rec['site']}")
-        first = fn.op(f"icmp eq {ty} {cur}, {zero}")
-        mask = self._oob_mask()
-        if mask is not None:
-            first = fn.op(f"and <{rec['lanes']} x i1> {first}, {mask}")
-        cty = "i1" if ty == "i32" else f"<{rec['lanes']} x i1>"
-        fn.emit(f"store {ty} {fn.op(f'select {cty} {first}, {ty} {self._oob_splat(site + 1)}, {ty} {cur}')}, "
-                f"ptr {rec['site']}")
+        first = fn.op(f"icmp eq {ty} {cur}, {lanes.zero}")
+        if self.mask is not None:
+            first = fn.op(f"and {cty} {first}, {self.mask}")
+        new_site = const(Type(i32, lanes.n), site + 1)
+        fn.emit(f"store {ty} {fn.op(f'select {cty} {first}, {ty} {new_site}, {ty} {cur}')}, ptr {rec['site']}")
         words = []
         for j in self._oob_recorded(op):
             a, v = op.args[j], self._get(op.args[j])
             if _words(a) == 1:
                 words.append(v)
                 continue
-            wide = ty.replace("i32", "i64")
+            wide = lanes.vector("i64")
             words.append(fn.op(f"trunc {wide} {v} to {ty}"))
-            high = fn.op(f"lshr {wide} {v}, {self._oob_splat(32).replace('i32', 'i64')}")
+            high = fn.op(f"lshr {wide} {v}, {const(Type(i64, lanes.n), 32)}")
             words.append(fn.op(f"trunc {wide} {high} to {ty}"))
         for k, new in enumerate(words):
             old = fn.op(f"load {ty}, ptr {rec['vals'][k]}")
             fn.emit(f"store {ty} {fn.op(f'select {cty} {first}, {ty} {new}, {ty} {old}')}, ptr {rec['vals'][k]}")
-
-    def _oob_splat(self, value: int) -> str:
-        lanes = self.oob["lanes"]
-        return str(value) if lanes == 1 else "<" + ", ".join([f"i32 {value}"] * lanes) + ">"
 
     def _oob_unit_end(self, u: str) -> None:
         """Write this unit's (or gang's, from unit u) record to the arrays; any |= site."""
         rec = self.oob
         if not rec:
             return
-        fn, ty = self.fn, rec["ty"]
+        fn, ty, n = self.fn, rec["ty"], rec["lanes"].n
         s = fn.op(f"load {ty}, ptr {rec['site']}")
-        if ty == "i32":
+        if n == 1:
             # only a unit that went out of bounds writes its record (the site words are kept all
             # zero otherwise: the workspace starts zeroed and a scan clears them), so the
             # vectorized unit loop does masked stores that almost never touch memory
@@ -121,11 +118,11 @@ class OobMixin:
         fn.emit(f"store {ty} {s}, ptr {self._rec_ptr(0, u)}, align 4")
         for k, p in enumerate(rec["vals"]):
             fn.emit(f"store {ty} {fn.op(f'load {ty}, ptr {p}')}, ptr {self._rec_ptr(1 + k, u)}, align 4")
-        if ty == "i32":
+        if n == 1:
             fn.br(skip)
             fn.block(skip)
-        if ty != "i32":
-            s = self._call(f"llvm.vector.reduce.or.v{rec['lanes']}i32", "i32", [(ty, s)])
+        else:   # a gang wrote every lane's record: any lane's site counts
+            s = self._call(f"llvm.vector.reduce.or.v{n}i32", "i32", [(ty, s)])
         cur = fn.op(f"load i32, ptr {rec['any']}")
         fn.emit(f"store i32 {fn.op(f'or i32 {cur}, {s}')}, ptr {rec['any']}")
 

@@ -6,6 +6,7 @@ from cubepy.ir.nodes import Op
 from cubepy.ir.opcodes import PLANE_COMBINE, PLANE_REDUCE, PLANE_SCANS, PLANE_SOURCE_LANE, PLANE_VOTES, plane_identity
 from cubepy.ir.types import Type
 
+from .lanes import Lanes
 from .llvmtext import const, ltype
 
 
@@ -30,9 +31,9 @@ class PlaneMixin:
             lv, lane, (h, _, e) = fn.loop_begin(("l_head", "l_work", "l_done"), n)
             u = fn.op(f"add i32 {base}, {lane}")
             valid = fn.op(f"icmp eq i32 {self._status(u)}, 0") if self.need_status else "true"
-            self.u, self.regs = u, {}
+            self.lanes, self.regs = Lanes.unit(u), {}
             fn_lane(lane, u, valid)
-            self.u = None
+            self.lanes = Lanes.unit(None)
             fn.loop_end(lv, lane, h, e)
 
         def write_all(value_fn):
@@ -95,9 +96,9 @@ class PlaneMixin:
                 if self.need_status:
                     ok = fn.op(f"and i1 {inside}, {fn.op(f'icmp eq i32 {self._status(su)}, 0')}")
                 mine = self._get(x)
-                self.u, self.regs = su, {}
+                self.lanes, self.regs = Lanes.unit(su), {}
                 other = self._get(x)
-                self.u, self.regs = u, {}
+                self.lanes, self.regs = Lanes.unit(u), {}
                 self._store_slot(op.result, u, fn.op(f"select i1 {ok}, {rty} {other}, {rty} {mine}"))
             lanes(shuffle)
         fn.loop_end(pvar, base, head, done, P)

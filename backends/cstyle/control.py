@@ -5,7 +5,8 @@ C's: only the OpenCL dialects of PoCL ask for them (`Dialect.opaque_loops`, `Dia
 from __future__ import annotations
 
 from cubepy.errors import CubeTypeError
-from cubepy.ir.nodes import BINARY, COMPARE, PLANE_OPS, UNARY, Block, Const, Op, walk
+from cubepy.ir.nodes import BINARY, COMPARE, PLANE_OPS, UNARY, Block, Const, Op, Value, Var, walk
+from cubepy.ir.uniformity import UNIFORM, analyze_uniformity
 
 from .plane import uses_barrier
 
@@ -72,8 +73,9 @@ class ControlFlow:
             cond = f"{var} {'<' if s.value > 0 else '>'} {stop}"
         else:
             cond = self.d.step_test.format(var=var, stop=stop, step=step)
+        entering = self._hide_unit_values(op)
         self._line(f"for ({var} = {start}; {cond}; {var} += {step}) {{")
-        self._nested(_without_tail_continue(op.blocks[0]))
+        self._loop_body(op, entering)
         self._line("}")
         self._join_exits(op)
 
@@ -96,10 +98,61 @@ class ControlFlow:
             self._line("}")
             return
         self._hide_entry_values(op)
+        entering = self._hide_unit_values(op)
         self._line(self.d.forever)
-        self._nested(_without_tail_continue(op.blocks[0]))
+        self._loop_body(op, entering)
         self._line("}")
         self._join_exits(op)
+
+    def _loop_body(self, op: Op, entering: list) -> None:
+        """The body of loop ``op``, first reading back the values `_hide_unit_values` hid."""
+        self.depth += 1
+        renamed = {}
+        for key, hidden, local in entering:
+            if isinstance(key, Var):
+                self._line(f"{self.names[key.id]} = {hidden};")
+            else:
+                renamed[key.id] = self.names[key.id]
+                self._let(local, self._vt(key.type), hidden)
+                self.names[key.id] = local
+        self._block(_without_tail_continue(op.blocks[0]))
+        self.names.update(renamed)
+        self.depth -= 1
+
+    def _hide_unit_values(self, op: Op) -> list:
+        """Before a loop that holds a barrier (PoCL): the per-unit values it uses from outside,
+        and the variables it reads without writing, go through a volatile that each iteration
+        reads again, so that LLVM cannot hoist what the loop computes from them out of it. A
+        per-unit guard ``if g < n`` between barrier pairs of a runtime loop was hoisted to the
+        loop's preheader, and PoCL used the last work-item's value of it for the whole work-group
+        (CI fuzz seed 507500169). Returns ``(value or variable, volatile, per-iteration name)``."""
+        if not self.opaque_loops or not self._holds_barrier(op):
+            return []
+        if self.unit_levels is None:
+            self.unit_levels = analyze_uniformity(self.k)
+        inside, used = set(), []
+        stored = {op.attrs["var"].id} if op.opcode == "for" else set()
+        for inner in walk(op.blocks[0]):
+            if inner.result is not None:
+                inside.add(inner.result.id)
+            if inner.opcode == "store_var":
+                stored.add(inner.args[0].id)
+            if inner.opcode == "for":
+                stored.add(inner.attrs["var"].id)
+            for a in inner.args:
+                if isinstance(a, (Value, Var)) and not isinstance(a, Const) and a not in used:
+                    used.append(a)
+        out = []
+        for a in used:
+            if isinstance(a, Var):
+                keep = a.id not in stored
+            else:
+                keep = a.id not in inside and a.id in self.names and self.unit_levels.get(a.id, UNIFORM) > UNIFORM
+            if keep:
+                hidden, local = self._unique("cb_in"), self._unique("cb_it")
+                self._line(f"volatile {self._vt(a.type)} {hidden} = {self._arg(a)};")
+                out.append((a, hidden, local))
+        return out
 
     def _hide_entry_values(self, op: Op) -> None:
         """Before a barrier ``loop`` on PoCL, pass the values its variables enter with through a

@@ -18,7 +18,7 @@ from .rendered import OOBSite
 class Emitter:
     """What a renderer keeps while it writes. Each renderer adds its own state (the C one its structs,
     the WGSL one its bindings) and writes the parts of `run` in its language: ``_interface``,
-    ``_declare_arrays``, ``_declare_plane_state`` and ``_assemble``; the mixins give ``_name``,
+    ``_declare_arrays``, ``_declare_unit_state`` and ``_assemble``; the mixins give ``_name``,
     ``_unique``, ``_vt``, ``_el`` and ``_block``."""
 
     def __init__(self, kernel: Kernel, dialect: Dialect):
@@ -34,6 +34,7 @@ class Emitter:
         self.sites: list[OOBSite] = []
         self.needs: set[str] = set()
         self.opaque_loops = dialect.opaque_loops and any(uses_barrier(op, dialect) for op in walk(kernel.body))
+        self.unit_levels = None            # the uniformity of values, once a barrier loop needs it
 
     def run(self):
         """Render the kernel: its interface (`_interface`) and declarations, its body, then the
@@ -44,8 +45,7 @@ class Emitter:
         self._interface(ops)
         self._declare_arrays()
         self._declare_vars()
-        if self.plane_state:
-            self._declare_plane_state()
+        self._declare_unit_state()
         self._block(self.k.body)
         return self._assemble()
 
@@ -78,11 +78,11 @@ class Emitter:
         for i in range(t.width):
             self._line(f"{self._el(name, t, i)} = {element(i)};")
 
-    def _declare_vars(self) -> None:
+    def _declare_vars(self, qualifier: str = "") -> None:
         for v in self.k.vars:
             name = self._unique(v.name)
             self.names[v.id] = name
-            self._line(self.d.var.format(type=self._vt(v.type), name=name))
+            self._line(self.d.var.format(type=qualifier + self._vt(v.type), name=name))
 
 
 __all__ = ["Emitter"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from cubepy.errors import CubeTypeError
 from cubepy.ir.nodes import Buffer, Op
+from cubepy.ir.opcodes import UNIT_BUILTINS
 from cubepy.ir.types import DTYPES_BY_NAME, DType, Type, i32
 
 from .rendered import EXTENT_WORDS, INDEX_WORDS, add_oob_site
@@ -24,6 +25,8 @@ class Memory:
             expr = self._lit(self.P, i32)
         elif name == "unit_pos_plane":
             expr = "cb_lane"
+        elif self.opaque_loops and name in UNIT_BUILTINS:
+            expr = f"cb_{name}"             # a volatile read: see renderer._Renderer._declare_unit_state
         elif name in self.d.builtins:
             expr = self.d.builtins[name]
         else:       # a cube extent the dialect has no builtin for (WGSL's): the kernel's, a constant

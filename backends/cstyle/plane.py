@@ -67,12 +67,21 @@ class PlaneOps:
             read = call.format(x=f"({wide})x", lane="(uint)(ok ? s : lane)")
             body = (f"{fn}{ct} {name}(int a, {ct} x) {{\n"
                     f"  const int lane = (int)get_sub_group_local_id(), n = (int)get_sub_group_size();\n"
-                    f"  const int s = {source_lane(code, self._lit(self.P - 1, i32))};\n"
+                    f"  const int s = {self._source_lane(code)};\n"
                     f"  const bool ok = s >= 0 && s < n;\n  const {wide} y = {read};\n"
                     f"  return ok ? {back} : x;\n}}")
         else:
             body = f"{fn}{ct} {name}({ct} x) {{ return ({ct}){call.format(x=f'({wide})x')}; }}"
         return self._helper(name, body)
+
+    def _source_lane(self, code: str) -> str:
+        """The lane a shuffle reads (`source_lane`); lane + a may overflow int, which C leaves
+        undefined, so an offset past the plane reads no lane (-1)."""
+        last = self._lit(self.P - 1, i32)
+        lane = source_lane(code, last)
+        if PLANE_SOURCE_LANE[code][0] in ("add", "sub"):
+            return f"(a < -{last} || a > {last} ? -1 : {lane})"
+        return lane
 
     def _plane_type(self, code: str, dtype: DType) -> str:
         """The type of the result of the plane op ``code`` on ``dtype``."""
@@ -87,7 +96,7 @@ class PlaneOps:
         d, P, M = self.d, self.P, self.mask_t
         ct, rt = self._c(dtype), self._plane_type(code, dtype)
         lane_arg = ", int a" if code in PLANE_SHUFFLES else ""
-        src = source_lane(code, self._lit(P - 1, i32)) if code in PLANE_SHUFFLES else None
+        src = self._source_lane(code) if code in PLANE_SHUFFLES else None
         combine = PLANE_COMBINE.get(code)
         zero = self._lit(0, dtype)
         if d.plane_mode == "shuffle":

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from cubepy.ir.nodes import Buffer, Kernel, Op, ScalarParam
+from cubepy.ir.nodes import Buffer, Kernel, Op, ScalarParam, walk
 from cubepy.ir.types import DTYPES_BY_NAME, u64
 
 from .arith import Arithmetic
@@ -29,7 +29,7 @@ from .dialect import Dialect
 from .emitter import Emitter
 from .memory import Memory
 from .naming import C_WORDS, Naming
-from .plane import PlaneOps
+from .plane import PlaneOps, uses_barrier
 from .rendered import ERROR_WORDS, MAX_DIMS, ArgSlot, OOBSite, Rendered
 
 
@@ -106,13 +106,27 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
                 self._line(f"{self._vt(st)} {name}[{size}];")
         self.dynamic_bytes = offset if dynamic else 0
 
-    def _declare_plane_state(self) -> None:
-        """The unit's linear index and lane, and its plane's mask (shuffles) or scratch memory (emulation)."""
+    def _declare_vars(self) -> None:
+        # PoCL, in kernels with a loop that holds a barrier: variables are volatile (see
+        # ControlFlow._hide_unit_values)
+        super()._declare_vars("volatile " if self.opaque_loops and _barrier_loop(walk(self.k.body), self.d) else "")
+
+    def _declare_unit_state(self) -> None:
+        """PoCL, in kernels with barriers: the unit's position, read through volatiles, so that LLVM
+        cannot hoist what a barrier loop computes from it out of the loop (see
+        ControlFlow._hide_unit_values). With plane ops: the unit's linear index and lane, and its
+        plane's mask (shuffles) or scratch memory (emulation)."""
         d, P, M = self.d, self.P, self.mask_t
+        if self.opaque_loops:
+            for axis in "xyz":
+                self._line(f"volatile int cb_unit_pos_{axis} = {d.builtins[f'unit_pos_{axis}']};")
+        if not self.plane_state:
+            return
+        unit_q = "volatile " if self.opaque_loops else "const "
         dx, dy, _ = self.k.cube_dim
         b = d.builtins
-        self._line(f"const int cb_lin = {b['unit_pos_x']} + {dx} * ({b['unit_pos_y']} + {dy} * {b['unit_pos_z']});")
-        self._line(f"const int cb_lane = cb_lin & {P - 1};")
+        self._line(f"{unit_q}int cb_lin = {b['unit_pos_x']} + {dx} * ({b['unit_pos_y']} + {dy} * {b['unit_pos_z']});")
+        self._line(f"{unit_q}int cb_lane = cb_lin & {P - 1};")
         if d.plane_mode != "shuffle":
             self._line(f"{d.shared_q}{self._c(u64)} cb_plane_scratch[{self.units}];")
         elif self.units % P == 0:
@@ -137,6 +151,11 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
         source = "\n\n".join(p for p in parts if p) + "\n"
         return Rendered(self.entry, source, self.slots, self.sites, self.units, self.P, self.dynamic_bytes,
                         self.alignments, "cl_khr_subgroups" in self.needs)
+
+
+def _barrier_loop(ops, dialect: Dialect) -> bool:
+    return any(op.opcode in ("for", "loop") and any(uses_barrier(o, dialect) for o in walk(op.blocks[0]))
+               for op in ops)
 
 
 __all__ = ["ERROR_WORDS", "MAX_DIMS", "ArgSlot", "OOBSite", "Rendered", "render"]

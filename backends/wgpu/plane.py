@@ -21,6 +21,10 @@ class WgslPlane(PlaneOps):
     """The helpers of the ``plane_*`` opcodes; the renderer provides P, units, mask_t, full_mask and
     cb_lane/cb_pmask, and the C-style renderer's `PlaneOps` the dispatch."""
 
+    def _source_lane(self, code: str) -> str:
+        """The lane a shuffle reads; WGSL's i32 arithmetic wraps, so lane + a needs no guard."""
+        return source_lane(code, self._lit(self.P - 1, i32))
+
     def _shfl(self, x: str, lane: str, dtype: DType) -> str:
         """``x`` (of ``dtype``) of ``lane`` of the plane; 64-bit values as two words."""
         if self.P == 1:
@@ -82,7 +86,7 @@ class WgslPlane(PlaneOps):
             body = {"plane_all": f"return {bits} == m;", "plane_any": f"return {bits} != {none};",
                     "plane_ballot": f"return u64{bits};"}[code]
         elif code in PLANE_SHUFFLES:
-            src = source_lane(code, self._lit(P - 1, i32))
+            src = self._source_lane(code)
             body = (f"let s = {src};\n  let ok = s >= 0i && s < {P}i && {self._bit('m', 's')};\n"
                     f"  let y = {self._shfl('x_in', 'select(lane, s, ok)', dtype)};\n  return select(x_in, y, ok);")
         else:
@@ -148,7 +152,7 @@ class WgslPlane(PlaneOps):
                     + {"plane_all": f"bits == {every};", "plane_any": f"bits != {zero};",
                        "plane_ballot": "u64(bits);"}[code])
         elif code in PLANE_SHUFFLES:
-            src = source_lane(code, self._lit(P - 1, i32))
+            src = self._source_lane(code)
             body = (f"let s = {src};\n  let ok = s >= 0i && s < n;\n"
                     f"  return select(x, {at('base + clamp(s, 0i, n - 1i)')}, ok);")
         else:

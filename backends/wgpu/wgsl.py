@@ -188,8 +188,10 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
             else:
                 self._line(f"var {name}: array<{element}, {size}>;")
 
-    def _declare_plane_state(self) -> None:
-        """The unit's linear index and lane, and its plane's mask."""
+    def _declare_unit_state(self) -> None:
+        """With plane ops: the unit's linear index and lane, and its plane's mask."""
+        if not self.plane_state:
+            return
         P, M = self.P, self.mask_t
         self._line("let cb_lin = i32(cb_li);")
         self._line(f"let cb_lane = cb_lin & {P - 1}i;")

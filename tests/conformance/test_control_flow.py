@@ -600,3 +600,40 @@ def test_a_guard_in_a_one_trip_barrier_loop_under_a_uniform_if_holds_back_the_un
         if c < 100:
             want[:n] = trips
         np.testing.assert_array_equal(out, want)
+
+
+@cb.kernel
+def a_guard_between_barrier_pairs_in_a_loop(x2: Array[f32], x5: Array[u8], out: Mut[Array[f32]], nu: i32):
+    # the fuzzer's kernel of CI seed 507500169, shrunk: two shared-memory store / sync / load /
+    # sync pairs in a runtime loop, a per-unit guard between them, bounds checks in both regions
+    g = cb.ABSOLUTE_POS
+    t = cb.UNIT_POS
+    sm12 = cb.SharedMemory(u32, 48)
+    sm16 = cb.SharedMemory(u8, 48)
+    for k in range(nu):
+        sm12[t] = u32(1)
+        cb.sync_cube()
+        _ = sm12[(t + 39) % 48]
+        cb.sync_cube()
+        if g < nu:
+            out[g * 12] = f32(i8(i16(1) | i16(x2[k % len(x2)])))
+        sm16[t] = u8(1)
+        cb.sync_cube()
+        _ = sm16[i32(x5[(nu and nu) % len(x5)]) % 48]
+        cb.sync_cube()
+
+
+def test_a_guard_between_barrier_pairs_in_a_loop_holds_back_the_units_it_should(dev, rng):
+    # found by the CI fuzz budget (seed 507500169): LLVM hoisted the guard's per-unit test out of
+    # the loop, PoCL kept the last work-item's value of it for the whole work-group, and units
+    # past the guard stored (or units before it did not)
+    x2 = (rng.standard_normal(10) * 50).astype(np.float32)
+    x5 = rng.integers(0, 256, 7).astype(np.uint8)
+    for nu in (138, 100):
+        out = poisoned(144 * 12, np.float32)
+        a_guard_between_barrier_pairs_in_a_loop[3, 48](x2, x5, out, nu, device=dev)
+        dev.synchronize()
+        want = poisoned(144 * 12, np.float32)
+        last = x2[(nu - 1) % len(x2)]
+        want[:nu * 12:12] = np.float32(np.int8(np.int16(1) | np.int16(np.trunc(last))))
+        np.testing.assert_array_equal(out, want)

@@ -190,3 +190,24 @@ def shifted_plane_index(x: Array[f32], out: Mut[Array[f32]]):
 def test_a_condition_that_differs_inside_a_plane_is_still_refused():
     with pytest.raises(cb.DivergenceError, match=r"plane_max\(\) is reached by only some units of a plane"):
         shifted_plane_index.launch(1, 64, np.zeros(4, np.float32), np.zeros(64, np.float32), device="interp")
+
+
+@cb.kernel
+def shuffles_by_far(x: Array[i32], d: Array[i32], out: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    n = len(x)
+    out[i] = cb.plane_shuffle_down(x[i], d[0])
+    out[n + i] = cb.plane_shuffle_up(x[i], d[1])
+    out[2 * n + i] = cb.plane_shuffle_down(x[i], i32(2147483647) ^ i32(2))
+    out[3 * n + i] = cb.plane_shuffle_up(x[i], i32(-2147483647) - i32(1))
+
+
+def test_a_shuffle_by_an_offset_near_the_integer_limits_gives_the_units_own_value(dev, rng):
+    # found by the CI fuzz budget (seed 325320216): the source lane lane + 2147483645 overflowed
+    # int in the generated C, which is undefined, and PoCL's compiler crashed on it
+    x = rng.integers(-1000, 1000, 21).astype(np.int32)
+    for d in ((2147483645, -2147483648), (-2147483648, 2147483647)):
+        out = poisoned(4 * 21, np.int32)
+        shuffles_by_far[1, (7, 3, 1)](x, np.array(d, np.int32), out, device=dev)
+        dev.synchronize()
+        np.testing.assert_array_equal(out, np.tile(x, 4))

@@ -69,10 +69,10 @@ def main(argv=None) -> int:
     devices = [d.strip() for d in args.devices.split(",") if d.strip()]
     assign = _targets(devices)
     if args.replay is not None:
-        from .campaign import check, excluded
+        from .campaign import check_isolated, excluded
         from .generate import generate
 
-        out = check(args.replay, tuple(assign(args.replay)))
+        out = check_isolated(args.replay, tuple(assign(args.replay)))
         print(generate(args.replay, exclude=excluded(assign(args.replay))).source())
         bad = [(t, s, d) for t, (s, d) in out["targets"].items() if s not in ("ok", "skip")]
         print(out.get("invalid") or out["targets"])

@@ -43,14 +43,15 @@ def check(seed: int, targets: tuple, size: int = 40, model: bool = True) -> dict
     from .generate import generate
     from .run import compare, execute, load
 
+    start = time.perf_counter()
     program = generate(seed, size=size, exclude=excluded(targets))
     result = {"seed": seed, "lines": program.source().count("\n"), "targets": {}, "times": {}, "devices": targets}
-    start = time.perf_counter()
     try:
         kernel = load(program)
     except Exception as e:  # the generator wrote something Python does not parse
         result["invalid"] = f"{type(e).__name__}: {e}"
         return result
+    result["times"]["generate"] = time.perf_counter() - start
     refs = {}
 
     def reference(plane: int):
@@ -92,6 +93,44 @@ def check(seed: int, targets: tuple, size: int = 40, model: bool = True) -> dict
             result["targets"][target] = ("ok", "") if diff is None else ("mismatch", diff)
     result["seconds"] = time.perf_counter() - start
     return result
+
+
+def check_isolated(seed: int, targets: tuple, size: int = 40) -> dict:
+    """`check` in a child process: a target whose compiler kills the process is reported as
+    ``crash`` (each target is then run alone to tell which one it was) instead of ending ours."""
+    ctx = mp.get_context("spawn")
+
+    def run(these: tuple) -> tuple[int | None, dict | None]:
+        results = ctx.Queue()
+        child = ctx.Process(target=_check_into, args=(seed, these, size, results), daemon=True)
+        child.start()
+        while True:                      # read before joining: a child blocks until its result is read
+            try:
+                out = results.get(timeout=1.0)
+                break
+            except queue.Empty:
+                if not child.is_alive():
+                    out = None
+                    break
+        child.join()
+        return child.exitcode, out
+
+    code, out = run(targets)
+    if out is not None:
+        return out
+    out = {"seed": seed, "targets": {}, "devices": targets}
+    for target in targets:
+        code, alone = run((target,))
+        out["targets"][target] = (("crash", f"exit code {code}") if alone is None
+                                  else alone["targets"].get(target, ("ok", "")))
+    return out
+
+
+def _check_into(seed: int, targets: tuple, size: int, results) -> None:
+    import warnings
+
+    warnings.simplefilter("ignore")
+    results.put(check(seed, targets, size))
 
 
 def excluded(targets) -> frozenset:
@@ -146,10 +185,14 @@ class Tally:
     seconds: float = 0.0
     lines: int = 0
     interrupted: bool = False
+    times: dict = field(default_factory=dict)     # target -> (kernels timed, seconds in all)
 
     def add(self, out: dict) -> None:
         self.kernels += 1
         self.lines += out.get("lines", 0)
+        for target, seconds in out.get("times", {}).items():
+            n, total = self.times.get(target, (0, 0.0))
+            self.times[target] = (n + 1, total + seconds)
         if "invalid" in out:
             self.invalid.append((out["seed"], out["invalid"]))
             return
@@ -176,6 +219,9 @@ class Tally:
             compared = sum(v for k, v in per.items() if k != "skip")
             rows.append(f"  {target:12s} " + ", ".join(f"{k} {v}" for k, v in sorted(per.items())) +
                         f"  ({compared} compared)")
+        if self.times:
+            rows.append("  seconds per kernel (compile and run): " + ", ".join(
+                f"{t} {total / n:.2f}" for t, (n, total) in sorted(self.times.items())))
         return "\n".join(rows)
 
 

@@ -3,16 +3,20 @@
 An edit is kept when the interpreter still runs the smaller program (checked with race
 detection, so that dropping a ``sync_cube()`` cannot turn a failure into a data race) and the
 target still fails the same way (``mismatch`` or ``error``, and for errors the same exception
-type). Edits, from coarse to fine: drop a statement, replace an ``if``/loop by its body, drop an
+type; a ``crash``, a device compiler that kills the process, is tried in a child process that
+must die by a signal again). Edits, from coarse to fine: drop a statement, replace an ``if``/loop by its body, drop an
 ``else``, replace an expression by one of its operands of the same type or by a literal, drop
 unused helpers and shared arrays.
 """
 
 from __future__ import annotations
 
+import multiprocessing as mp
 from dataclasses import replace
 
 from .program import E, Program, S
+
+CRASH_TIMEOUT_S = 300           # one child's run of a candidate that may crash the device's compiler
 
 
 def _blocks(program: Program):
@@ -137,10 +141,12 @@ def same_failure(program_target: str, reference_status: tuple):
             kernel = load(candidate)
         except Exception:
             return False
-        dev = device(program_target)
+        dev = device(program_target)           # probing a device is safe; compiling for it may crash
         ref = deterministic(kernel, candidate, device(f"interp-p{dev.properties.plane_dim}"))
         if ref is None or ref.error or ref.skipped:
             return False
+        if status == "crash":
+            return crashes(candidate, program_target)
         got = execute(kernel, candidate, dev)
         if status == "mismatch":
             return not got.error and not got.skipped and compare(candidate, ref, got) is not None
@@ -148,4 +154,27 @@ def same_failure(program_target: str, reference_status: tuple):
     return still_fails
 
 
-__all__ = ["candidates", "same_failure", "shrink", "S"]
+def crashes(program: Program, target: str) -> bool:
+    """Whether running ``program`` on ``target`` kills a fresh process by a signal (a segfault or
+    an abort in the device's compiler), within `CRASH_TIMEOUT_S`."""
+    child = mp.get_context("spawn").Process(target=_run_on, args=(program, target), daemon=True)
+    child.start()
+    child.join(CRASH_TIMEOUT_S)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        return False
+    return child.exitcode is not None and child.exitcode < 0
+
+
+def _run_on(program: Program, target: str) -> None:
+    import warnings
+
+    from .campaign import device
+    from .run import execute, load
+
+    warnings.simplefilter("ignore")
+    execute(load(program), program, device(target))
+
+
+__all__ = ["candidates", "crashes", "same_failure", "shrink", "S"]

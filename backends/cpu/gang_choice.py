@@ -1,0 +1,93 @@
+"""Which regions run as gangs (gang.py) rather than one unit at a time (unit.py)."""
+
+from __future__ import annotations
+
+from cubepy.ir.nodes import Const, Op, Var
+from cubepy.ir.opcodes import LINE_OPS, PURE
+
+
+class GangChoiceMixin:
+    def _gang_ok(self, ops: list[Op]) -> bool:
+        """Regions holding a loop whose ops all have a gang lowering (no atomics, no Lines,
+        no break/continue of a cube-level loop)."""
+        if self.VF <= 1:
+            return False
+        has_loop = False
+
+        def scalar(x) -> bool:
+            return not hasattr(x, "type") or x.type is None or getattr(x.type, "width", 1) == 1
+
+        def ok(op: Op, depth: int) -> bool:
+            nonlocal has_loop
+            if op.opcode == "atomic" or op.opcode in LINE_OPS:
+                return False
+            if op.opcode in ("break", "continue") and depth == 0:
+                return False
+            if op.result is not None and op.result.type.width > 1:
+                return False
+            if not all(scalar(a) for a in op.args):
+                return False
+            if op.opcode in ("for", "loop"):
+                has_loop = True
+                depth += 1
+                if op.opcode == "for" and op.attrs["var"].type.width > 1:
+                    return False
+            return all(ok(o, depth) for b in op.blocks for o in b.ops)
+        return all(ok(op, 0) for op in ops) and has_loop and self._gang_accesses_contiguous(ops)
+
+    def _gang_accesses_contiguous(self, ops: list[Op]) -> bool:
+        """A heuristic (correctness never depends on it): inside the region's loops, does every
+        load/store index look uniform or consecutive across units? Otherwise (e.g. each unit
+        walking its own chunk) a gang would gather from VF distant places per step, and one unit
+        at a time streams better."""
+        UNI, CONS, VARY = 0, 1, 2
+        shape: dict[int, int] = {}
+        var_shape: dict[int, int] = {}
+
+        def sh(a) -> int:
+            if isinstance(a, Const) or a.id in self.invariant:
+                return UNI
+            if isinstance(a, Var):
+                return var_shape.get(a.id, UNI)
+            return shape.get(a.id, VARY)
+
+        def visit(op: Op) -> None:
+            code = op.opcode
+            if op.result is not None:
+                args = [sh(a) for a in op.args]
+                if op.result.id in self.remat:
+                    r = CONS if self.remat[op.result.id] == "unit_pos_x" or self.dims[0] == self.U else VARY
+                elif code == "load_var":
+                    r = sh(op.args[0])
+                elif code in ("add", "sub") and max(args, default=UNI) <= CONS and args.count(CONS) <= 1 \
+                        and (code == "add" or args[-1] == UNI):
+                    r = max(args)
+                elif code == "cast" and args[0] <= CONS and op.args[0].type.dtype.bits <= op.result.type.dtype.bits:
+                    r = args[0]
+                elif code in PURE and all(x == UNI for x in args):
+                    r = UNI
+                else:
+                    r = VARY
+                shape[op.result.id] = r
+            if code == "store_var":
+                var_shape[op.args[0].id] = max(var_shape.get(op.args[0].id, UNI), sh(op.args[1]))
+            if code == "for":
+                v = op.attrs["var"].id
+                var_shape[v] = max(var_shape.get(v, UNI), sh(op.args[0]), CONS * 2 * (sh(op.args[2]) != UNI))
+            for b in op.blocks:
+                for o in b.ops:
+                    visit(o)
+
+        for _ in range(3):              # variables: a few rounds to a fixed point
+            for op in ops:
+                visit(op)
+
+        def accesses(op: Op, in_loop: bool) -> bool:
+            if in_loop and op.opcode in ("load", "store"):
+                n = op.args[0].ndim if op.args[0].shape is None else len(op.args[0].shape)
+                idx = [sh(a) for a in op.args[1:1 + n]]
+                if idx[-1] == VARY or any(x != UNI for x in idx[:-1]):
+                    return False
+            inner = in_loop or op.opcode in ("for", "loop")
+            return all(accesses(o, inner) for b in op.blocks for o in b.ops)
+        return all(accesses(op, False) for op in ops)
