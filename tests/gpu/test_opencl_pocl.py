@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import cubepy as cb
+from cubepy import Array, Mut, f32
 from tests.kernels import saxpy
 
 pytest.importorskip("pyopencl", reason="pyopencl is not installed (pip install pyopencl pocl-binary-distribution)")
@@ -78,3 +79,29 @@ def test_f16_lines_are_structs_of_halves_computed_element_by_element(tmp_path):
                            "-finclude-default-header", "-emit-llvm", "-c", str(path), "-o", f"{path}.bc"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _fresh_scale():
+    @cb.kernel
+    def scale3(x: Array[f32], y: Mut[Array[f32]]):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            y[i] = x[i] * 3.0
+    return scale3
+
+
+def test_a_driver_without_a_compile_cache_of_its_own_gets_programs_from_the_disk_cache(opencl_device, tmp_path,
+                                                                                        monkeypatch):
+    # PoCL caches compiles itself, so the disk cache is exercised here as for a driver that does not
+    monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(opencl_device.backend._state(opencl_device.properties), "driver_caches", False)
+    x = np.arange(300, dtype=np.float32)
+    before = cb.compile_stats()
+    for _ in range(2):                     # a new kernel object each time: traced again, its program from disk
+        y = np.zeros(300, np.float32)
+        _fresh_scale()[2, 256](x, y, device=opencl_device)
+        np.testing.assert_array_equal(y, x * 3)
+    after = cb.compile_stats()
+    assert (after["compiles"] - before["compiles"], after["disk_loads"] - before["disk_loads"]) == (1, 1)
+    entries = [p for p in (tmp_path / "opencl").rglob("*.clbin")]
+    assert len(entries) == 1 and entries[0].stat().st_size > 0
