@@ -27,6 +27,7 @@ from cubepy.runtime.properties import DeviceProperties
 
 from .checks import check_types
 from .events import TimestampEvent
+from .quirks import WORST, Quirks, probe_quirks
 from .subgroups import barriers_hoisted, subgroup_size, subgroups_are_planes, uses_planes
 
 if TYPE_CHECKING:       # the renderer is imported at the first compile: the registry imports every backend
@@ -55,6 +56,7 @@ class _DeviceState:
     device: Any
     features: frozenset
     native_plane: int | None = None     # the subgroup size, where subgroups can be planes
+    quirks: Quirks = WORST              # what its shader compiler does to arithmetic (probed)
     fence: Any = None          # a small buffer whose read-back waits for the queue
 
     def wait(self) -> None:
@@ -124,7 +126,11 @@ class WgpuBackend(DeviceBackend):
 
     # --- devices ------------------------------------------------------------------------
 
-    def probe(self, index: int = 0, plane_dim: int | None = None, **_) -> DeviceProperties:
+    def probe(self, index: int = 0, plane_dim: int | None = None, workarounds: str = "probed", **_) -> DeviceProperties:
+        """``workarounds``: "probed" renders the arithmetic workarounds the adapter needs, found by
+        a probe shader (`quirks.probe_quirks`); "all" renders every one, whatever the adapter does."""
+        if workarounds not in ("probed", "all"):
+            raise ArgumentValueError(f"WebGPU workarounds must be 'probed' or 'all', got {workarounds!r}")
         wgpu = _wgpu()
         try:
             adapters = wgpu.gpu.enumerate_adapters_sync()
@@ -148,6 +154,7 @@ class WgpuBackend(DeviceBackend):
             raise ArgumentValueError(f"WebGPU plane_dim must be a power of two from 1 to 64, got {plane_dim!r} "
                                      f"(the adapter's subgroup size, {native}, runs plane ops on subgroups)")
         state.native_plane = native
+        state.quirks = probe_quirks(state) if workarounds == "probed" else WORST
         info = adapter.info
         flags = {"atomics", "plane_ops", "atomic_f32_add"}
         flags |= {flag for feature, flag in (("shader-f16", "fp16"), ("shader-f64", "fp64"),
@@ -162,7 +169,8 @@ class WgpuBackend(DeviceBackend):
         lim = adapter.limits
         count = lim["max-compute-workgroups-per-dimension"]
         props = DeviceProperties(
-            name=f"{info.get('device', '') or info.get('vendor', 'adapter')} [{index}]", backend=self.name,
+            name=f"{info.get('device', '') or info.get('vendor', 'adapter')} [{index}]"
+                 + (" (all workarounds)" if workarounds == "all" else ""), backend=self.name,
             plane_dim=plane_dim, plane_size_min=plane_dim, plane_size_max=plane_dim,
             max_units_per_cube=lim["max-compute-invocations-per-workgroup"],
             max_cube_dim=tuple(lim[f"max-compute-workgroup-size-{a}"] for a in "xyz"),
@@ -183,10 +191,12 @@ class WgpuBackend(DeviceBackend):
     def render(self, kernel: Kernel, properties: DeviceProperties | None = None) -> WgslRendered:
         atomics64 = True
         emulate = False
+        quirks = WORST
         if properties is not None:
             check_types(kernel, properties)
             atomics64 = properties.supports("atomics64")
             state = self._state(properties)
+            quirks = state.quirks
             emulate = kernel.plane_dim > 1 and uses_planes(kernel) and (
                 kernel.plane_dim != state.native_plane
                 or not subgroups_are_planes(state, kernel.cube_dim, kernel.plane_dim))
@@ -194,7 +204,7 @@ class WgpuBackend(DeviceBackend):
             kernel = barriers_hoisted(kernel)
         from .wgsl import render
 
-        return render(kernel, atomics64=atomics64, emulate=emulate)
+        return render(kernel, atomics64=atomics64, emulate=emulate, quirks=quirks)
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
         state = self._state(properties)

@@ -95,7 +95,37 @@ class WgslArithmetic(F64Math, Arithmetic):
             return f"({a} {LOGICAL[code]} {b})" if code in LOGICAL else f"((i32({a}) {sym} i32({b})) != 0i)"
         if dtype.is_int:
             return self._fix(f"({a} {sym} {b})", dtype)
-        return self._down(f"({self._up(a, dtype)} {sym} {self._up(b, dtype)})", dtype)
+        x, y = self._up(a, dtype), self._up(b, dtype)
+        if code == "mul":
+            return self._down(self._product(x, y, dtype), dtype)
+        if code in ("add", "sub"):
+            return self._down(self._sum(x, sym, y, dtype), dtype)
+        return self._down(f"({x} {sym} {y})", dtype)
+
+    def _product(self, a: str, b: str, dtype: DType) -> str:
+        """Float ``a * b``, never fused with an add that takes it: where the adapter contracts
+        ``a * b + c`` into one rounding (Vulkan allows it, and naga writes no NoContraction), the
+        product times a one the compiler cannot see through."""
+        if not self.quirks.contracts:
+            return f"({a} * {b})"
+        ft = _F32 if dtype.name == "f16" else dtype
+        self.needs.add(f"one_{ft.name}")
+        return f"(({a} * {b}) * cb_one_{ft.name})"
+
+    def _sum(self, a: str, sym: str, b: str, dtype: DType) -> str:
+        """Float ``a + b`` or ``a - b`` that the compiler cannot rewrite as if exact: where the
+        adapter folds ``x - x`` to 0 or ``(a + b) - a`` to ``b``, the sum and its second operand
+        go through bits it cannot see through (`_hidden`)."""
+        if not self.quirks.folds_inexact:
+            return f"({a} {sym} {b})"
+        return self._hidden(f"({a} {sym} {self._hidden(b, dtype)})", dtype)
+
+    def _hidden(self, x: str, dtype: DType) -> str:
+        """Float ``x`` as itself, by an OR of its bits with a zero known only at run time."""
+        ft = _F32 if dtype.name == "f16" else dtype
+        word = f"u{ft.bits}"
+        self.needs.add(f"zero_{word}")
+        return f"bitcast<{ft.name}>(bitcast<{word}>({x}) | cb_zero_{word})"
 
     @staticmethod
     def _int_min_max(code: str, a: str, b: str) -> str:
@@ -166,12 +196,19 @@ class WgslArithmetic(F64Math, Arithmetic):
             body = (f"if (b == {zero}) {{ return {zero}; }}\n"
                     f"  if (b == {m1}) {{ return {self._fix(f'{zero} - a', dtype)}; }}\n"
                     f"  var q: {t} = a / b;\n"
-                    f"  if (a % b != {zero} && ((a < {zero}) != (b < {zero}))) {{ q = q - {one}; }}\n  return q;")
+                    f"  let r = {self._srem('a', 'b', 'q')};\n"
+                    f"  if (r != {zero} && ((a < {zero}) != (b < {zero}))) {{ q = q - {one}; }}\n  return q;")
         else:
             m1 = self._lit(-1, dtype)
-            body = (f"if (b == {zero} || b == {m1}) {{ return {zero}; }}\n  var r: {t} = a % b;\n"
+            body = (f"if (b == {zero} || b == {m1}) {{ return {zero}; }}\n"
+                    f"  var r: {t} = {self._srem('a', 'b', '(a / b)')};\n"
                     f"  if (r != {zero} && ((r < {zero}) != (b < {zero}))) {{ r = r + b; }}\n  return r;")
         return self._fn_helper(name, f"a: {t}, b: {t}", t, body)
+
+    def _srem(self, a: str, b: str, quotient: str) -> str:
+        """The truncated remainder of signed ``a`` and ``b`` (``b`` not 0 or -1), ``quotient`` being
+        ``a / b``: from the quotient where the adapter's ``%`` is wrong for negative operands."""
+        return f"({a} - {quotient} * {b})" if self.quirks.srem_wrong else f"({a} % {b})"
 
     def _float_arith_helper(self, code: str, dtype: DType, name: str) -> str:
         ft = _F32 if dtype.name == "f16" else dtype
@@ -295,24 +332,41 @@ class WgslArithmetic(F64Math, Arithmetic):
         """a * b + c rounded once. WGSL's fma may round twice (Vulkan lets GLSL.std.450 Fma be a
         multiply and an add; lavapipe does so), so: Dekker's exact product, an exact sum, and the
         low parts added rounded to odd (Boldo and Melquiond, "Emulation of FMA and correctly rounded
-        sums", 2008). Zeros, infinities and NaNs take the plain expression, which is exact there."""
+        sums", 2008). Zeros, infinities and NaNs take the plain expression, which is exact there.
+        Where the probe found the adapter's fma rounds once (NVIDIA's driver), that fma."""
         dtype = _F32 if dtype.name == "f16" else dtype
+        if self.quirks.fma_f64_exact if dtype.name == "f64" else self.quirks.fma_f32_exact:
+            return "fma"
         t = self._c(dtype)
         word = DTYPES_BY_NAME[f"u{dtype.bits}"]
         zero, one = self._lit(0.0, dtype), self._lit(1, word)
         split = self._lit(float(2 ** (27 if dtype.bits == 64 else 12) + 1), dtype)
-        body = (f"let p = a * b;\n"
+        def mul(x: str, y: str) -> str:
+            product = self._product(x, y, dtype)
+            return self._hidden(product, dtype) if self.quirks.folds_inexact else product
+
+        def add(x: str, y: str) -> str:
+            return self._sum(x, "+", y, dtype)
+
+        def sub(x: str, y: str) -> str:
+            return self._sum(x, "-", y, dtype)
+        low_product = add(add(add(sub(mul("ah", "bh"), "p"), mul("ah", "bl")), mul("al", "bh")), mul("al", "bl"))
+        body = (f"let p = {mul('a', 'b')};\n"
                 f"  if (p == {zero} || c == {zero} || !{self._isfinite('p', dtype)} || !{self._isfinite('c', dtype)}) "
-                f"{{ return p + c; }}\n"
-                f"  let ga = a * {split};\n  let ah = ga - (ga - a);\n  let al = a - ah;\n"
-                f"  let gb = b * {split};\n  let bh = gb - (gb - b);\n  let bl = b - bh;\n"
-                f"  let pl = ((ah * bh - p) + ah * bl + al * bh) + al * bl;\n"
-                f"  let sh = p + c;\n  let bv = sh - p;\n  let sl = (p - (sh - bv)) + (c - bv);\n"
-                f"  let v = pl + sl;\n  let w = v - pl;\n  let e = (pl - (v - w)) + (sl - w);\n"
+                f"{{ return {add('p', 'c')}; }}\n"
+                f"  let ga = {mul('a', split)};\n  let ah = {sub('ga', sub('ga', 'a'))};\n"
+                f"  let al = {sub('a', 'ah')};\n"
+                f"  let gb = {mul('b', split)};\n  let bh = {sub('gb', sub('gb', 'b'))};\n"
+                f"  let bl = {sub('b', 'bh')};\n"
+                f"  let pl = {low_product};\n"
+                f"  let sh = {add('p', 'c')};\n  let bv = {sub('sh', 'p')};\n"
+                f"  let sl = {add(sub('p', sub('sh', 'bv')), sub('c', 'bv'))};\n"
+                f"  let v = {add('pl', 'sl')};\n  let w = {sub('v', 'pl')};\n"
+                f"  let e = {add(sub('pl', sub('v', 'w')), sub('sl', 'w'))};\n"
                 f"  var odd = bitcast<{self._c(word)}>(v);\n"
                 f"  if (e != {zero} && (odd & {one}) == {self._lit(0, word)}) {{\n"
                 f"    odd = select(odd - {one}, odd + {one}, (e > {zero}) == (v > {zero}));\n  }}\n"
-                f"  return sh + bitcast<{t}>(odd);")
+                f"  return {add('sh', f'bitcast<{t}>(odd)')};")
         return self._fn_helper(f"cb_fma_{dtype.name}", f"a: {t}, b: {t}, c: {t}", t, body)
 
 

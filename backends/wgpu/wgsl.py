@@ -28,6 +28,7 @@ from .dialect import RESERVED, STORAGE_NUMPY, WGSL, WGSL_EMULATED
 from .memory import WgslMemory
 from .naming import WgslNaming
 from .plane import WgslPlane
+from .quirks import WORST, Quirks
 
 
 @dataclass(frozen=True)
@@ -71,22 +72,28 @@ _OPAQUE = {"zero_f32": "bitcast<f32>(cb_n.x >> 31u)", "zero_f16": "f16(bitcast<f
            "zero_f64": "bitcast<f64>(u64(cb_n.x >> 31u))", "zero_i64": "i64(cb_n.x >> 31u)",
            "one_f32": "bitcast<f32>(0x3f800000u | (cb_n.x >> 31u))",
            "one_f16": "f16(bitcast<f32>(0x3f800000u | (cb_n.x >> 31u)))",
-           "one_f64": "bitcast<f64>(0x3ff0000000000000lu | u64(cb_n.x >> 31u))"}
+           "one_f64": "bitcast<f64>(0x3ff0000000000000lu | u64(cb_n.x >> 31u))",
+           "zero_u32": "(cb_n.x >> 31u)", "zero_u64": "u64(cb_n.x >> 31u)"}
 
 
-def render(kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False) -> WgslRendered:
+def render(kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False,
+           quirks: Quirks = WORST) -> WgslRendered:
     """Render ``kernel`` (bounds checks already lowered) as a WGSL compute shader; ``atomics64``:
     the device has atomics on 64-bit integers (WebGPU's shader-int64-atomic-all-ops); ``emulate``:
-    plane ops go through workgroup memory (barriers hoisted out of conditionals already)."""
-    return WgslRenderer(kernel, name, atomics64, emulate).run()
+    plane ops go through workgroup memory (barriers hoisted out of conditionals already);
+    ``quirks``: what the adapter's compiler does to arithmetic (`quirks.probe_quirks`; the default
+    works around all of it)."""
+    return WgslRenderer(kernel, name, atomics64, emulate, quirks).run()
 
 
 class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlow, Emitter):
     """The module assembly; the mixins render the ops."""
 
-    def __init__(self, kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False):
+    def __init__(self, kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False,
+                 quirks: Quirks = WORST):
         super().__init__(kernel, WGSL_EMULATED if emulate and kernel.plane_dim > 1 else WGSL)
         self.atomics64 = atomics64
+        self.quirks = quirks
         self.used: set[str] = set(C_WORDS) | RESERVED
         self.entry = self._unique(name or kernel.name)
         self.atomic_buffers: set[int] = set()

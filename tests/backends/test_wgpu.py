@@ -195,3 +195,58 @@ def test_what_lavapipe_would_fold_keeps_ieee_rules(dev):
     np.testing.assert_array_equal(outs[1], x != 0)
     with np.errstate(invalid="ignore"):
         np.testing.assert_array_equal(outs[2], (x * x) * np.float32(0.001))
+
+
+@cb.kernel
+def mixed_arithmetic(x: Array[f32], y: Array[f32], z: Array[f32], a: Array[i32], b: Array[i32],
+                     f: Mut[Array[f32]], q: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        f[3 * i] = x[i] * y[i] + z[i]              # a driver may fuse this: it must not
+        f[3 * i + 1] = cb.fma(x[i], y[i], z[i])    # rounded once, wherever the adapter's fma is not
+        f[3 * i + 2] = z[i] - x[i] * y[i]
+        q[2 * i] = a[i] % b[i]
+        q[2 * i + 1] = a[i] // b[i]
+
+
+def _mixed_inputs(rng, n):
+    x, y, z = (rng.standard_normal(n).astype(np.float32) * s for s in (1.0, 3.0, 1.0))
+    a = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    a[: n // 2] = rng.integers(-1000, 1000, n // 2)
+    b = rng.integers(-50, 50, n).astype(np.int32)
+    b[:4] = (0, -1, 1, -7)
+    a[:4] = (-2**31, -2**31, -5, -2**31)
+    return x, y, z, a, b
+
+
+@pytest.mark.parametrize("workarounds", ["probed", "all"])
+def test_arithmetic_workarounds_keep_the_meaning_of_every_device(dev, workarounds, rng):
+    """Whatever the adapter's compiler does to a * b + c, fma and signed %, the probed
+    workarounds, and all of them forced, give the interpreter's answers bit for bit."""
+    target = cb.device("wgpu", workarounds=workarounds)
+    n = 4096
+    x, y, z, a, b = _mixed_inputs(rng, n)
+    outs = {}
+    for d in (target, cb.device("interp")):
+        f, q = np.full(3 * n, np.nan, np.float32), np.full(2 * n, -12345, np.int32)
+        mixed_arithmetic[(n + 127) // 128, 128](x, y, z, a, b, f, q, device=d)
+        outs[d.backend_name] = f, q
+    for got, want in zip(outs["wgpu"], outs["interp"]):
+        np.testing.assert_array_equal(got, want)
+    exact = (x.astype(np.float64) * y + z).astype(np.float32)      # the f64 product is exact
+    unfused = (x * y) + z
+    assert np.count_nonzero(exact != unfused) > n // 10            # inputs where fusing shows
+    np.testing.assert_array_equal(outs["wgpu"][0][0::3], unfused)
+    np.testing.assert_array_equal(outs["wgpu"][0][1::3], exact)
+
+
+def test_forced_workarounds_are_rendered_and_named(dev):
+    forced = cb.device("wgpu", workarounds="all")
+    assert "(all workarounds)" in forced.properties.name
+    x, y, z, a, b = _mixed_inputs(np.random.default_rng(0), 8)
+    f, q = np.zeros(24, np.float32), np.zeros(16, np.int32)
+    source = mixed_arithmetic.compile(x, y, z, a, b, f, q, dim=64, device=forced).source("source")
+    assert "* cb_one_f32)" in source and "(a - (a / b) * b)" in source and "fn cb_fma_f32" in source
+    assert "| cb_zero_u32)" in source
+    with pytest.raises(cb.ArgumentValueError, match="workarounds must be 'probed' or 'all', got 'some'"):
+        cb.device("wgpu", workarounds="some")

@@ -402,3 +402,32 @@ def test_an_f64_fma_whose_exact_result_is_zero_takes_ieee_sign(dev, rng):
     want = np.where(x >= 0, -0.0, 0.0)            # (+-0.0 * -1.0) + -0.0
     np.testing.assert_array_equal(np.signbit(out), np.signbit(want))
     np.testing.assert_array_equal(out, 0.0)
+
+
+@cb.kernel
+def compensated(x: Array, y: Array, o: Mut[Array]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        s = x[i] + y[i]
+        o[4 * i] = x[i] - x[i]                 # NaN for inf and NaN, not 0
+        o[4 * i + 1] = (s - x[i]) - y[i]       # the rounding error of s (Kahan's step), not 0
+        o[4 * i + 2] = x[i] + -x[i]
+        o[4 * i + 3] = s - (s - y[i])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_arithmetic_is_not_rewritten_as_if_it_were_exact(dev, rng, dtype):
+    """Each operation rounds on its own: no compiler may fold x - x to 0 or (a + b) - a to b."""
+    require_dtype(dev, dtype)
+    n = 200
+    x = (rng.standard_normal(n) * 1e8).astype(dtype)
+    y = rng.standard_normal(n).astype(dtype)
+    x[:4] = (np.inf, -np.inf, np.nan, 1e8)
+    y[:4] = (1.0, np.inf, 2.0, 1.0)
+    o = poisoned(4 * n, dtype)
+    compensated.launch(2, 128, x, y, o, device=dev)
+    with np.errstate(all="ignore"):
+        s = x + y
+        want = np.stack([x - x, (s - x) - y, x + -x, s - (s - y)], axis=1).reshape(-1)
+    assert np.count_nonzero(want[1::4][4:]) > n // 4          # the inputs show the rounding
+    np.testing.assert_array_equal(o, want)
