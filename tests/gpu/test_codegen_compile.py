@@ -13,6 +13,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from batched_compile import compile_batched
 from conftest import missing_toolchain
 from cubepy.backends.cstyle import CUDA, HIP, OPENCL, OPENCL_SUBGROUP_OPS, render
 
@@ -140,8 +141,9 @@ def test_cuda_source_compiles_with_nvcc(tmp_path):
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         missing_toolchain("nvcc is not on PATH (install the CUDA toolkit to compile-check the CUDA dialect)")
-    results = _compile_all(_cases(32), CUDA, [nvcc, "-arch=sm_90", "-std=c++17"], ".cu", tmp_path)
-    assert len(results) >= 30
+    cases = _cases(32)
+    failed = compile_batched([k for _, k in cases], CUDA, [nvcc, "-arch=sm_90", "-std=c++17", "-c"], ".cu", tmp_path)
+    assert not failed and len(cases) >= 30, "\n\n".join(failed)
 
 
 def test_hip_source_compiles_with_hipcc(tmp_path):
@@ -152,8 +154,10 @@ def test_hip_source_compiles_with_hipcc(tmp_path):
     probe = subprocess.run([hipcc, "--version"], capture_output=True, text=True, env=env)
     if probe.returncode != 0:
         missing_toolchain(f"hipcc does not run: {probe.stderr.strip().splitlines()[:1]}")
-    results = _compile_all(_cases(64), HIP, [hipcc, "--offload-arch=gfx90a", "-std=c++17"], ".hip", tmp_path, env)
-    assert len(results) >= 30
+    cases = _cases(64)
+    failed = compile_batched([k for _, k in cases], HIP, [hipcc, "--offload-arch=gfx90a", "-std=c++17", "-c"], ".hip",
+                             tmp_path, env)
+    assert not failed and len(cases) >= 30, "\n\n".join(failed)
 
 
 def test_cuda_source_shape():

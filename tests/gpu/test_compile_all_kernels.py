@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from batched_compile import compile_batched
 from conftest import missing_toolchain
 from cubepy.backends.cstyle import CUDA, HIP, OPENCL, OPENCL_SUBGROUP_OPS, render
 
@@ -74,7 +75,8 @@ def test_every_conformance_and_example_kernel_compiles_as_cuda_for_sm90(kernels,
     nvcc = _compiler("nvcc")
     chosen = [k for k in kernels if k.plane_dim == 32]
     # device code only (-cubin: nvcc's front end and ptxas, no host compile: a third of the time)
-    _compile(chosen, CUDA, [nvcc, "-arch=sm_90", "-std=c++17", "-w", "-cubin"], ".cu", tmp_path)
+    failed = compile_batched(chosen, CUDA, [nvcc, "-arch=sm_90", "-std=c++17", "-w", "-cubin"], ".cu", tmp_path)
+    assert not failed, f"{len(failed)} of {len(chosen)} failed:\n\n" + "\n\n".join(failed[:5])
 
 
 def test_every_conformance_and_example_kernel_compiles_as_hip_for_gfx90a(kernels, tmp_path):
@@ -83,8 +85,10 @@ def test_every_conformance_and_example_kernel_compiles_as_hip_for_gfx90a(kernels
     names64 = {k.name for k in wave64}
     rest = [k for k in kernels if k.plane_dim == 32 and k.name not in names64]   # the examples
     env = dict(os.environ, HIP_PLATFORM="amd")
-    _compile(wave64 + rest, HIP, [hipcc, "--offload-arch=gfx90a", "-w", "--cuda-device-only", "-c"], ".hip", tmp_path,
-             env)
+    chosen = wave64 + rest
+    failed = compile_batched(chosen, HIP, [hipcc, "--offload-arch=gfx90a", "-w", "--cuda-device-only", "-c"], ".hip",
+                             tmp_path, env)
+    assert not failed, f"{len(failed)} of {len(chosen)} failed:\n\n" + "\n\n".join(failed[:5])
 
 
 def test_plane_op_kernels_compile_as_opencl_on_sub_group_builtins(kernels, tmp_path):
