@@ -109,7 +109,8 @@ def test_the_unproven_checks_still_report(dev, rng):
         guarded[4, 32](x, y, z, device=dev)
         dev.synchronize()
     z = poisoned(100, np.float32)
-    with pytest.raises(cb.OutOfBoundsError, match="index \\(-1,\\) is out of bounds for array 'x'"):
+    # x[i - 1] at unit 0 and x[i + 1] at unit 99 both go out: a GPU may report either first
+    with pytest.raises(cb.OutOfBoundsError, match="index \\((-1|100),\\) is out of bounds for array 'x'"):
         shifted[4, 32](x, z, device=dev)
         dev.synchronize()
 
