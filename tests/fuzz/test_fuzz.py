@@ -1,11 +1,13 @@
 """The differential fuzzer's fixed CI budget, and tests of the fuzzer itself.
 
-The budget (about 5 minutes on the 2-core CI machine): 2,000 random kernels on the interpreter
-(straight-line ones also against the NumPy model), of which 300 are compared on the CPU backend
-(half at plane size 8, half at 32) and on OpenCL (its own plane size); the CPU backend compiles at
-LLVM -O1 here, as compile time is the limit (the long run, ``python -m tests.fuzz``, uses -O3).
-Seeds start at ``CUBEPY_TEST_SEED`` * 10,000, so each CI run fuzzes new kernels, and a failure
-is printed with the command that replays and shrinks it.
+The budget (about 5 minutes on the 2-core CI machine): 1,000 random kernels on the interpreter
+(straight-line ones also against the NumPy model), of which 150 are compared on the CPU backend
+(half at plane size 8, half at 32) and the first 60 of those on OpenCL too (its own plane size;
+PoCL takes about 4 s to build one, the CPU backend 1.6 s, the interpreter 0.16 s: the tally
+prints these means); the CPU backend compiles at LLVM -O1 here, as compile time is the limit (the
+long run, ``python -m tests.fuzz``, uses -O3). Seeds start at ``CUBEPY_TEST_SEED`` * 10,000, so
+each CI run fuzzes new kernels, and a failure is printed with the command that replays and
+shrinks it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from .program import E, Program, S
 from .run import Run, compare
 from .shrink import shrink
 
-INTERP_KERNELS, COMPARED = 2000, 300
+INTERP_KERNELS, COMPARED, ON_OPENCL = 1000, 150, 60
 
 
 def _available(name: str) -> bool:
@@ -34,7 +36,7 @@ def ci_plan(first: int, opencl: bool):
     def assign(seed: int) -> list[str]:
         k = seed - first
         if k < COMPARED:
-            return [f"cpu-p{8 if k % 2 else 32}-O1"] + (["opencl"] if opencl else [])
+            return [f"cpu-p{8 if k % 2 else 32}-O1"] + (["opencl"] if opencl and k < ON_OPENCL else [])
         return ["interp-p32" if k % 2 else "interp-p8"]
     return assign
 
@@ -54,7 +56,7 @@ def test_random_kernels_agree_on_every_device_within_the_ci_budget():
     cpu = tally.counts["cpu-p8-O1"].get("ok", 0) + tally.counts["cpu-p32-O1"].get("ok", 0)
     assert cpu >= COMPARED and min(tally.counts["cpu-p8-O1"]["ok"], tally.counts["cpu-p32-O1"]["ok"]) >= COMPARED // 2
     if opencl:
-        assert tally.counts["opencl"].get("ok", 0) >= COMPARED, report
+        assert tally.counts["opencl"].get("ok", 0) >= ON_OPENCL, report
     assert tally.model.get("ok", 0) >= INTERP_KERNELS // 10, report
 
 
