@@ -154,7 +154,8 @@ class WgpuBackend(DeviceBackend):
             raise ArgumentValueError(f"WebGPU plane_dim must be a power of two from 1 to 64, got {plane_dim!r} "
                                      f"(the adapter's subgroup size, {native}, runs plane ops on subgroups)")
         state.native_plane = native
-        state.quirks = probe_quirks(state) if workarounds == "probed" else WORST
+        probed = probe_quirks(state)
+        state.quirks = probed if workarounds == "probed" else WORST
         info = adapter.info
         flags = {"atomics", "plane_ops", "atomic_f32_add"}
         flags |= {flag for feature, flag in (("shader-f16", "fp16"), ("shader-f64", "fp64"),
@@ -162,6 +163,8 @@ class WgpuBackend(DeviceBackend):
                   if feature in features}
         if plane_dim > 1:
             flags.add("subgroups")
+        if probed.flushes_f32_subnormals:
+            flags.add("flushes_f32_subnormals")
         if "shader-int64-atomic-all-ops" in features:
             flags.add("atomics64")
         if info.get("adapter_type", "") not in ("CPU", "cpu"):
@@ -265,7 +268,8 @@ class WgpuBackend(DeviceBackend):
         if rendered.args_size:
             packed = np.zeros(rendered.args_size, np.uint8)
             for f in rendered.fields:
-                value = _shape_of(bound[f.param], params[f.param])[f.dim] if f.kind == "shape" else bound[f.param]
+                value = (_shape_of(bound[f.param], params[f.param])[f.dim] if f.kind == "shape" else
+                         0 if f.kind == "zero" else bound[f.param])
                 raw = np.frombuffer(np.array(value).astype(f.numpy).tobytes(), np.uint8)
                 packed[f.offset:f.offset + len(raw)] = raw
             device.queue.write_buffer(executable.args_buffer, 0, packed)      # in order with the dispatches

@@ -77,6 +77,8 @@ class WgslArithmetic(F64Math, Arithmetic):
         if dtype.name == "f64" and code in F32_ONLY:
             return self.f64_math(code, *args)
         fn = self._erf_helper() if code == "erf" else self.d.math[code]
+        if code == "sqrt" and self._f32_through_f64(dtype):
+            return f"{self._c(dtype)}(sqrt(f64({args[0]})))"
         if dtype.name == "f16":
             inner = ", ".join(f"f32({a})" for a in args)
             return f"{self._c(dtype)}({fn}({inner}))"
@@ -100,17 +102,25 @@ class WgslArithmetic(F64Math, Arithmetic):
             return self._down(self._product(x, y, dtype), dtype)
         if code in ("add", "sub"):
             return self._down(self._sum(x, sym, y, dtype), dtype)
+        if code == "div" and self._f32_through_f64(dtype):
+            return self._down(f"f32(f64({x}) / f64({y}))", dtype)
         return self._down(f"({x} {sym} {y})", dtype)
+
+    def _f32_through_f64(self, dtype: DType) -> bool:
+        """Whether f32 (and f16) division and square root go through f64: where the adapter's own
+        are not correctly rounded (Vulkan allows 2.5 ulp for f32 division) and its f64 ones,
+        rounded to f32, are (the probe checks; a quotient or root of f32 values is never close
+        enough to an f32 tie for the second rounding to matter)."""
+        return dtype.name in ("f32", "f16") and self.quirks.f32_div_sqrt_inexact and self.quirks.f32_through_f64_exact
 
     def _product(self, a: str, b: str, dtype: DType) -> str:
         """Float ``a * b``, never fused with an add that takes it: where the adapter contracts
         ``a * b + c`` into one rounding (Vulkan allows it, and naga writes no NoContraction), the
-        product times a one the compiler cannot see through."""
+        product goes through bits (`_hidden`). A product times an opaque one was not enough:
+        NVIDIA's driver still fused it."""
         if not self.quirks.contracts:
             return f"({a} * {b})"
-        ft = _F32 if dtype.name == "f16" else dtype
-        self.needs.add(f"one_{ft.name}")
-        return f"(({a} * {b}) * cb_one_{ft.name})"
+        return self._hidden(f"({a} * {b})", dtype)
 
     def _sum(self, a: str, sym: str, b: str, dtype: DType) -> str:
         """Float ``a + b`` or ``a - b`` that the compiler cannot rewrite as if exact: where the
@@ -163,9 +173,15 @@ class WgslArithmetic(F64Math, Arithmetic):
         ft = _F32 if dtype.name == "f16" else dtype
         t, ut = self._c(ft), self._c(DTYPES_BY_NAME[f"u{ft.bits}"])
         join = "|" if code == "min" else "&"
-        body = (f"if {self._isnan('a', ft)} {{ return a; }}\n  if {self._isnan('b', ft)} {{ return b; }}\n"
-                f"  if (a == b) {{ return bitcast<{t}>(bitcast<{ut}>(a) {join} bitcast<{ut}>(b)); }}\n"
-                f"  return select(b, a, a {'<' if code == 'min' else '>'} b);")
+        nan = f"if {self._isnan('a', ft)} {{ return a; }}\n  if {self._isnan('b', ft)} {{ return b; }}\n"
+        if ft.name == "f32" and self.quirks.flushes_f32_subnormals:
+            # a float compare would take subnormals as zeros: compare the bits as ordered integers
+            # (negatives with their magnitude bits flipped), where -0.0 < +0.0 too
+            key = "(bitcast<i32>({0}) ^ ((bitcast<i32>({0}) >> 31u) & 0x7fffffffi))"
+            body = nan + f"  return select(b, a, {key.format('a')} {'<' if code == 'min' else '>'} {key.format('b')});"
+        else:
+            body = nan + (f"  if (a == b) {{ return bitcast<{t}>(bitcast<{ut}>(a) {join} bitcast<{ut}>(b)); }}\n"
+                          f"  return select(b, a, a {'<' if code == 'min' else '>'} b);")
         return self._fn_helper(f"cb_{code}_{ft.name}", f"a: {t}, b: {t}", t, body)
 
     def _arith_helper(self, code: str, dtype: DType) -> str:
@@ -343,7 +359,7 @@ class WgslArithmetic(F64Math, Arithmetic):
         split = self._lit(float(2 ** (27 if dtype.bits == 64 else 12) + 1), dtype)
         def mul(x: str, y: str) -> str:
             product = self._product(x, y, dtype)
-            return self._hidden(product, dtype) if self.quirks.folds_inexact else product
+            return self._hidden(product, dtype) if self.quirks.folds_inexact and not self.quirks.contracts else product
 
         def add(x: str, y: str) -> str:
             return self._sum(x, "+", y, dtype)

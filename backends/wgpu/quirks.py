@@ -1,18 +1,19 @@
 """What an adapter's shader compiler does where WGSL leaves arithmetic open or a driver gets it
-wrong, found once per device by running a probe shader on inputs it cannot see (`probe_quirks`).
+wrong, found once per device by small probe shaders on inputs the compiler cannot see
+(`probe_quirks`).
 
 The renderer turns each fact into what keeps cubepy's semantics (docs/design.md, "Semantics") on
-that adapter. Mesa's lavapipe rounds ``fma`` twice (so cubepy's ``fma`` is computed exactly in
-WGSL there) and rewrites float arithmetic as if it were exact (``x - x`` to 0, ``(a + b) - a``
-to ``b``: SPIR-V's NoContraction would forbid it, and naga writes none). NVIDIA's Vulkan driver
-contracts ``a * b + c`` into one fused operation, flushes f32 subnormals in arithmetic and
-comparisons, and gets i32 ``%`` wrong for negative operands (seen on an H200, driver 580.159;
-docs/device-runs.md).
+that adapter (the table in backends/wgpu/DESIGN.md). Mesa's lavapipe rounds ``fma`` twice and
+rewrites float arithmetic as if it were exact (``x - x`` to 0, ``(a + b) - a`` to ``b``: SPIR-V's
+NoContraction would forbid it, and naga writes none). NVIDIA's Vulkan driver (an H200, driver
+580.159) contracts ``a * b + c`` into one rounding, divides f32 to within ulps rather than
+correctly rounded (Vulkan allows 2.5 ulp), flushes f32 subnormals in arithmetic and comparisons,
+and gets i32 ``%`` wrong for negative operands.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from fractions import Fraction
 
 import numpy as np
@@ -20,61 +21,60 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Quirks:
-    """Facts about one adapter's arithmetic; the defaults are what WGSL's specification allows
-    least (so an adapter that cannot be probed gets every workaround)."""
+    """Facts about one adapter's arithmetic; the defaults are the worst WGSL allows (an adapter
+    that cannot be probed gets every workaround)."""
 
     fma_f32_exact: bool = False       # fma() on f32 rounds the exact a * b + c once
     fma_f64_exact: bool = False       # the same on f64
     contracts: bool = True            # a * b + c may become one fused multiply-add
-    flushes_f32_subnormals: bool = True   # f32 arithmetic and comparisons treat subnormals as zero
+    folds_inexact: bool = True        # x - x becomes 0, (a + b) - a becomes b, as if exact
     srem_wrong: bool = True           # i32 % of negative operands is not the truncated remainder
-    folds_inexact: bool = True        # x - x becomes 0 and (a + b) - a becomes b, as if exact
+    f32_div_sqrt_inexact: bool = True     # f32 a / b or sqrt(x) is not correctly rounded
+    f32_through_f64_exact: bool = False   # f32(f64(a) / f64(b)) and f32(sqrt(f64(x))) are
+    flushes_f32_subnormals: bool = True   # f32 arithmetic and comparisons take subnormals as 0
+
+    def __str__(self) -> str:
+        return ", ".join(f.name for f in fields(self) if getattr(self, f.name)) or "none"
 
 
 WORST = Quirks()
+_N = 32          # inputs per fact
 
 
-# f32 inputs whose fused and unfused a * b + c differ (picked below, once), subnormals, i32 operands
-_SHADER = """@group(0) @binding(0) var<storage, read> f: array<f32>;
-@group(0) @binding(1) var<storage, read> i: array<i32>;
-@group(0) @binding(2) var<storage, read_write> o: array<u32>;
-{f64_decl}
-@compute @workgroup_size(1)
-fn probe() {{
-  for (var k = 0u; k < {n}u; k++) {{
-    o[k] = bitcast<u32>(fma(f[3u * k], f[3u * k + 1u], f[3u * k + 2u]));
-    o[{n}u + k] = bitcast<u32>(f[3u * k] * f[3u * k + 1u] + f[3u * k + 2u]);
-  }}
-  let tiny = f[{tiny}u];
-  o[{flush}u] = bitcast<u32>(min(tiny, f[{tiny}u + 1u]));
-  o[{flush}u + 1u] = bitcast<u32>(tiny * f[{tiny}u + 1u]);
-  o[{flush}u + 2u] = u32(tiny > 0.0);
-  let inf = f[{tiny}u + 2u];
-  o[{flush}u + 3u] = bitcast<u32>(inf - inf);
-  o[{flush}u + 4u] = bitcast<u32>((f[{tiny}u + 3u] + f[{tiny}u + 1u]) - f[{tiny}u + 3u]);
-  o[{rem}u] = bitcast<u32>(i[0] % i[1]);
-  o[{rem}u + 1u] = bitcast<u32>(i[2] % i[3]);
-  o[{rem}u + 2u] = bitcast<u32>(i[4] % i[5]);
-  {f64_body}
-}}"""
-_F64_DECL = "@group(0) @binding(3) var<storage, read> d: array<f64>;"
-_F64_BODY = ("for (var k = 0u; k < {n}u; k++) {{\n"
-             "    let r = bitcast<u64>(fma(d[3u * k], d[3u * k + 1u], d[3u * k + 2u]));\n"
-             "    o[{f64}u + 2u * k] = u32(r & 0xfffffffflu);\n    o[{f64}u + 2u * k + 1u] = u32(r >> 32u);\n  }}")
-_N = 16
-_REM = ((-7, 2), (7, -2), (-2147483647, 10))
+def _run(state, body: str, inputs: list[np.ndarray], words: int) -> np.ndarray:
+    """Run ``body`` once (one unit) with ``inputs`` bound as read-only arrays ``in0``, ``in1``, ...
+    of their dtypes and ``out: array<u32>`` of ``words``; the words it wrote."""
+    wgpu, device = state.wgpu, state.device
+    wgsl = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.int32): "i32"}
+    decls = [f"@group(0) @binding({k}) var<storage, read> in{k}: array<{wgsl[x.dtype]}>;" for k, x in enumerate(inputs)]
+    decls.append(f"@group(0) @binding({len(inputs)}) var<storage, read_write> out: array<u32>;")
+    source = "\n".join(decls) + f"\n@compute @workgroup_size(1)\nfn probe() {{\n{body}\n}}\n"
+    usage = wgpu.BufferUsage
+    buffers = [device.create_buffer_with_data(data=x.tobytes(), usage=usage.STORAGE) for x in inputs]
+    out = device.create_buffer(size=4 * words, usage=usage.STORAGE | usage.COPY_SRC)
+    pipeline = device.create_compute_pipeline(
+        layout="auto", compute={"module": device.create_shader_module(code=source), "entry_point": "probe"})
+    group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
+        {"binding": k, "resource": {"buffer": b}} for k, b in enumerate([*buffers, out])])
+    encoder = device.create_command_encoder()
+    compute = encoder.begin_compute_pass()
+    compute.set_pipeline(pipeline)
+    compute.set_bind_group(0, group)
+    compute.dispatch_workgroups(1)
+    compute.end()
+    device.queue.submit([encoder.finish()])
+    return np.frombuffer(device.queue.read_buffer(out), np.uint32)[:words].copy()
 
 
-def _triples(dtype, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``n`` triples (a, b, c) of ``dtype`` whose fused a * b + c (rounded once) differs from the
-    unfused one, with both results: (inputs, fused, unfused)."""
+def _triples(dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_N`` triples (a, b, c) whose a * b + c rounded once differs from the unfused one:
+    (inputs, fused, unfused)."""
     rng = np.random.default_rng(7)
     picked, fused, unfused = [], [], []
-    while len(picked) < n:
+    while len(picked) < _N:
         a, b, c = (dtype(v) for v in rng.standard_normal(3) * (1.0, 3.0, 1.0))
         exact = dtype(float(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))))
-        with np.errstate(all="ignore"):
-            plain = dtype(dtype(a * b) + c)
+        plain = dtype(dtype(a * b) + c)
         if exact != plain and np.isfinite(exact):
             picked.append((a, b, c))
             fused.append(exact)
@@ -82,54 +82,78 @@ def _triples(dtype, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.array(picked, dtype).reshape(-1), np.array(fused, dtype), np.array(unfused, dtype)
 
 
-def probe_quirks(state) -> Quirks:
-    """Run the probe shader on ``state``'s device (a `_DeviceState`); the defaults if it fails."""
-    wgpu, device = state.wgpu, state.device
-    f64 = {"shader-f64", "shader-int64"} <= state.features
-    inputs32, fused32, unfused32 = _triples(np.float32, _N)
-    tiny = np.array([1e-40, 1.0, np.inf, 1e8], np.float32)
-    f = np.concatenate([inputs32, tiny])
-    i = np.array([v for pair in _REM for v in pair], np.int32)
-    flush, rem, at64 = 2 * _N, 2 * _N + 5, 2 * _N + 5 + len(_REM)
-    words = at64 + (2 * _N if f64 else 0)
-    source = _SHADER.format(n=_N, tiny=3 * _N, flush=flush, rem=rem,
-                            f64_decl=_F64_DECL if f64 else "",
-                            f64_body=_F64_BODY.format(n=_N, f64=at64) if f64 else "")
-    buffers = [f, i]
+def _fma(state, f64: bool) -> tuple[bool, bool, bool]:
+    """(f32 fma rounds once, f64 fma rounds once (False without ``f64``), f32 a * b + c is contracted)."""
+    inputs, fused, unfused = _triples(np.float32)
+    got = _run(state, f"for (var k = 0u; k < {_N}u; k++) {{\n"
+                      "  let a = in0[3u * k]; let b = in0[3u * k + 1u]; let c = in0[3u * k + 2u];\n"
+                      f"  out[k] = bitcast<u32>(fma(a, b, c));\n  out[{_N}u + k] = bitcast<u32>(a * b + c);\n}}",
+               [inputs], 2 * _N).view(np.float32)
+    fma32, contracts = np.array_equal(got[:_N], fused), not np.array_equal(got[_N:], unfused)
+    fma64 = False
     if f64:
-        inputs64, fused64, _ = _triples(np.float64, _N)
-        buffers.append(inputs64)
+        inputs64, fused64, _ = _triples(np.float64)
+        got = _run(state, f"for (var k = 0u; k < {_N}u; k++) {{\n"
+                          "  let r = bitcast<u64>(fma(in0[3u * k], in0[3u * k + 1u], in0[3u * k + 2u]));\n"
+                          "  out[2u * k] = u32(r & 0xfffffffflu);\n  out[2u * k + 1u] = u32(r >> 32u);\n}",
+                   [inputs64], 2 * _N)
+        fma64 = np.array_equal(got.view(np.float64), fused64)
+    return fma32, fma64, contracts
+
+
+def _folds_inexact(state) -> bool:
+    x = np.array([np.inf, 1e8, 1.0], np.float32)
+    got = _run(state, "out[0] = bitcast<u32>(in0[0] - in0[0]);\n"
+                      "out[1] = bitcast<u32>((in0[1] + in0[2]) - in0[1]);", [x], 2).view(np.float32)
+    return not (np.isnan(got[0]) and got[1] == 0.0)
+
+
+def _srem_wrong(state) -> bool:
+    pairs = np.array([-7, 2, 7, -2, -2147483647, 10, -9, -4], np.int32)
+    got = _run(state, "for (var k = 0u; k < 4u; k++) { out[k] = bitcast<u32>(in0[2u * k] % in0[2u * k + 1u]); }",
+               [pairs], 4).view(np.int32)
+    return [int(v) for v in got] != [int(np.fmod(a, b)) for a, b in pairs.reshape(-1, 2)]
+
+
+def _div_sqrt(state, f64: bool) -> tuple[bool, bool]:
+    """(f32 / or sqrt is not correctly rounded, both are through f64): NumPy's f32 division and
+    square root are IEEE's."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal(_N).astype(np.float32) * np.float32(7.0)
+    b = rng.standard_normal(_N).astype(np.float32)
+    x = np.abs(rng.standard_normal(_N).astype(np.float32)) * np.float32(3.0)
+    want = np.concatenate([a / b, np.sqrt(x)])
+    def loop(div: str, sqrt: str) -> str:
+        return (f"for (var k = 0u; k < {_N}u; k++) {{\n  out[k] = bitcast<u32>({div});\n"
+                f"  out[{_N}u + k] = bitcast<u32>({sqrt});\n}}")
+    native = _run(state, loop("in0[k] / in1[k]", "sqrt(in2[k])"), [a, b, x], 2 * _N)
+    inexact = not np.array_equal(native.view(np.float32), want)
+    through = False
+    if inexact and f64:
+        wide = _run(state, loop("f32(f64(in0[k]) / f64(in1[k]))", "f32(sqrt(f64(in2[k])))"), [a, b, x], 2 * _N)
+        through = np.array_equal(wide.view(np.float32), want)
+    return inexact, through
+
+
+def _flushes_subnormals(state) -> bool:
+    tiny = np.array([1e-40, 1.0], np.float32)
+    got = _run(state, "out[0] = bitcast<u32>(in0[0] * in0[1]);\nout[1] = u32(in0[0] > 0.0);", [tiny], 2)
+    return not (got[0] == tiny.view(np.uint32)[0] and got[1] == 1)
+
+
+def probe_quirks(state) -> Quirks:
+    """The facts of ``state``'s adapter (a `_DeviceState`), each from a small shader; the worst
+    case where the probe cannot run."""
+    f64 = {"shader-f64", "shader-int64"} <= state.features
     try:
-        usage = wgpu.BufferUsage
-        data = [device.create_buffer_with_data(data=b.tobytes(), usage=usage.STORAGE) for b in buffers]
-        out = device.create_buffer(size=4 * words, usage=usage.STORAGE | usage.COPY_SRC)
-        pipeline = device.create_compute_pipeline(
-            layout="auto", compute={"module": device.create_shader_module(code=source), "entry_point": "probe"})
-        resources = [data[0], data[1], out] + data[2:]
-        group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
-            {"binding": k, "resource": {"buffer": b}} for k, b in enumerate(resources)])
-        encoder = device.create_command_encoder()
-        compute = encoder.begin_compute_pass()
-        compute.set_pipeline(pipeline)
-        compute.set_bind_group(0, group)
-        compute.dispatch_workgroups(1)
-        compute.end()
-        device.queue.submit([encoder.finish()])
-        got = np.frombuffer(device.queue.read_buffer(out), np.uint32)
+        fma32, fma64, contracts = _fma(state, f64)
+        inexact, through = _div_sqrt(state, f64)
+        return Quirks(fma_f32_exact=fma32, fma_f64_exact=fma64, contracts=contracts,
+                      folds_inexact=_folds_inexact(state), srem_wrong=_srem_wrong(state),
+                      f32_div_sqrt_inexact=inexact, f32_through_f64_exact=through,
+                      flushes_f32_subnormals=_flushes_subnormals(state))
     except Exception:         # an adapter that cannot run the probe: assume the worst of it
         return WORST
-    fma32 = got[:_N].view(np.float32)
-    plain32 = got[_N:2 * _N].view(np.float32)
-    remainders = got[rem:rem + len(_REM)].view(np.int32)
-    truncated = [int(np.fmod(a, b)) for a, b in _REM]
-    return Quirks(
-        fma_f32_exact=bool(np.array_equal(fma32, fused32)),
-        fma_f64_exact=f64 and bool(np.array_equal(got[at64:at64 + 2 * _N].view(np.float64), fused64)),
-        contracts=not np.array_equal(plain32, unfused32),
-        flushes_f32_subnormals=not (got[flush] == tiny.view(np.uint32)[0] and got[flush + 1] == tiny.view(np.uint32)[0]
-                                    and got[flush + 2] == 1),
-        srem_wrong=list(remainders) != truncated,
-        folds_inexact=not (np.isnan(got[flush + 3:flush + 4].view(np.float32)[0]) and got[flush + 4] == 0))
 
 
 __all__ = ["WORST", "Quirks", "probe_quirks"]

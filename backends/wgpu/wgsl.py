@@ -43,7 +43,8 @@ class BufferBinding:
 
 @dataclass(frozen=True)
 class ArgField:
-    """A field of the argument struct: an extent (``kind`` "shape", axis ``dim``) or a scalar."""
+    """A field of the argument struct: an extent (``kind`` "shape", axis ``dim``), a scalar, or the
+    word the host sets to 0 ("zero") from which the shader makes values its compiler cannot know."""
 
     kind: str
     param: int
@@ -67,13 +68,15 @@ class WgslRendered:
     shared_bytes: int = 0
     uses_subgroups: bool = False
 
-# 0 and 1 from a value the compiler cannot know (there are never 2**31 cubes on an axis): see `naming._lit`
-_OPAQUE = {"zero_f32": "bitcast<f32>(cb_n.x >> 31u)", "zero_f16": "f16(bitcast<f32>(cb_n.x >> 31u))",
-           "zero_f64": "bitcast<f64>(u64(cb_n.x >> 31u))", "zero_i64": "i64(cb_n.x >> 31u)",
-           "one_f32": "bitcast<f32>(0x3f800000u | (cb_n.x >> 31u))",
-           "one_f16": "f16(bitcast<f32>(0x3f800000u | (cb_n.x >> 31u)))",
-           "one_f64": "bitcast<f64>(0x3ff0000000000000lu | u64(cb_n.x >> 31u))",
-           "zero_u32": "(cb_n.x >> 31u)", "zero_u64": "u64(cb_n.x >> 31u)"}
+# 0 and 1 from a word of the argument struct the host sets to 0 (``{z}``, `ArgField` kind "zero"):
+# no compiler can know it (NVIDIA's saw through ``num_workgroups.x >> 31``, which is 0 wherever
+# there are fewer than 2**31 cubes); see `naming._lit` and `arith._product`
+_OPAQUE = {"zero_f32": "bitcast<f32>({z})", "zero_f16": "f16(bitcast<f32>({z}))",
+           "zero_f64": "bitcast<f64>(u64({z}))", "zero_i64": "i64({z})",
+           "one_f32": "bitcast<f32>(0x3f800000u | {z})",
+           "one_f16": "f16(bitcast<f32>(0x3f800000u | {z}))",
+           "one_f64": "bitcast<f64>(0x3ff0000000000000lu | u64({z}))",
+           "zero_u32": "{z}", "zero_u64": "u64({z})"}
 
 
 def render(kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False,
@@ -171,6 +174,8 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
                 self.names[("param", p.param_index)] = f"cb_args.{name}"
                 held = DTYPES_BY_NAME[self.d.param_storage.get(p.type.dtype.name, p.type.dtype.name)]
                 add_field("scalar", p.param_index, name, self._c(held), STORAGE_NUMPY.get(held.name, held.numpy_name))
+        self.opaque_field = f"cb_args.{self._unique('cb_opaque')}"
+        add_field("zero", -1, self.opaque_field.partition(".")[2], "u32", "uint32")
         self.args_binding = len(self.bindings)
         self.args_size = -(-offset // 8) * 8 if self.fields else 0
         if self.fields:
@@ -233,7 +238,8 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
                  "@builtin(workgroup_id) cb_w: vec3<u32>,\n    @builtin(num_workgroups) cb_n: vec3<u32>, "
                  "@builtin(local_invocation_index) cb_li: u32) {\n"
                  "  cb_unit = cb_l;\n  cb_cube = cb_w;\n  cb_count = cb_n;\n"
-                 + "".join(f"  cb_{n} = {_OPAQUE[n]};\n" for n in opaque) + "\n".join(self.body) + "\n}")
+                 + "".join(f"  cb_{n} = {_OPAQUE[n].format(z=self.opaque_field)};\n" for n in opaque)
+                 + "\n".join(self.body) + "\n}")
         parts.append(entry)
         source = "\n\n".join(parts) + "\n"
         subgroups = self.plane_state and self.P > 1 and self.d.plane_mode == "shuffle"

@@ -4,6 +4,7 @@ events and its residency. Skipped where wgpu-py or a WebGPU adapter is missing."
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 
 import numpy as np
@@ -198,13 +199,15 @@ def test_what_lavapipe_would_fold_keeps_ieee_rules(dev):
 
 
 @cb.kernel
-def mixed_arithmetic(x: Array[f32], y: Array[f32], z: Array[f32], a: Array[i32], b: Array[i32],
+def mixed_arithmetic(x: Array[f32], y: Array[f32], z: Array[f32], a: Array[i32], b: Array[i32], s: Array[f32],
                      f: Mut[Array[f32]], q: Mut[Array[i32]]):
     i = cb.ABSOLUTE_POS
     if i < len(x):
-        f[3 * i] = x[i] * y[i] + z[i]              # a driver may fuse this: it must not
-        f[3 * i + 1] = cb.fma(x[i], y[i], z[i])    # rounded once, wherever the adapter's fma is not
-        f[3 * i + 2] = z[i] - x[i] * y[i]
+        f[5 * i] = x[i] * y[i] + z[i]              # a driver may fuse this: it must not
+        f[5 * i + 1] = cb.fma(x[i], y[i], z[i])    # rounded once, wherever the adapter's fma is not
+        f[5 * i + 2] = z[i] - x[i] * y[i]
+        f[5 * i + 3] = x[i] / y[i] + cb.sqrt(cb.abs(z[i]))     # correctly rounded, wherever they are not
+        f[5 * i + 4] = cb.min(s[i], s[i ^ 1])      # subnormals and signed zeros ordered, even if flushed
         q[2 * i] = a[i] % b[i]
         q[2 * i + 1] = a[i] // b[i]
 
@@ -216,7 +219,9 @@ def _mixed_inputs(rng, n):
     b = rng.integers(-50, 50, n).astype(np.int32)
     b[:4] = (0, -1, 1, -7)
     a[:4] = (-2**31, -2**31, -5, -2**31)
-    return x, y, z, a, b
+    s = x.copy()
+    s[:12] = (1e-40, 2e-40, -1e-40, -2e-40, 0.0, -0.0, -0.0, 0.0, 3e-39, -3e-39, -1e-45, 1e-45)
+    return x, y, z, a, b, s
 
 
 @pytest.mark.parametrize("workarounds", ["probed", "all"])
@@ -225,28 +230,28 @@ def test_arithmetic_workarounds_keep_the_meaning_of_every_device(dev, workaround
     workarounds, and all of them forced, give the interpreter's answers bit for bit."""
     target = cb.device("wgpu", workarounds=workarounds)
     n = 4096
-    x, y, z, a, b = _mixed_inputs(rng, n)
+    x, y, z, a, b, s = _mixed_inputs(rng, n)
     outs = {}
     for d in (target, cb.device("interp")):
-        f, q = np.full(3 * n, np.nan, np.float32), np.full(2 * n, -12345, np.int32)
-        mixed_arithmetic[(n + 127) // 128, 128](x, y, z, a, b, f, q, device=d)
+        f, q = np.full(5 * n, np.nan, np.float32), np.full(2 * n, -12345, np.int32)
+        mixed_arithmetic[(n + 127) // 128, 128](x, y, z, a, b, s, f, q, device=d)
         outs[d.backend_name] = f, q
     for got, want in zip(outs["wgpu"], outs["interp"]):
         np.testing.assert_array_equal(got, want)
-    exact = (x.astype(np.float64) * y + z).astype(np.float32)      # the f64 product is exact
+    exact = (x.astype(np.float64) * y + z).astype(np.float32)      # fused, but for rare double roundings
     unfused = (x * y) + z
     assert np.count_nonzero(exact != unfused) > n // 10            # inputs where fusing shows
-    np.testing.assert_array_equal(outs["wgpu"][0][0::3], unfused)
-    np.testing.assert_array_equal(outs["wgpu"][0][1::3], exact)
+    np.testing.assert_array_equal(outs["wgpu"][0][0::5], unfused)
+    np.testing.assert_array_equal(outs["wgpu"][0][3::5], x / y + np.sqrt(np.abs(z)))
 
 
 def test_forced_workarounds_are_rendered_and_named(dev):
     forced = cb.device("wgpu", workarounds="all")
     assert "(all workarounds)" in forced.properties.name
-    x, y, z, a, b = _mixed_inputs(np.random.default_rng(0), 8)
-    f, q = np.zeros(24, np.float32), np.zeros(16, np.int32)
-    source = mixed_arithmetic.compile(x, y, z, a, b, f, q, dim=64, device=forced).source("source")
-    assert "* cb_one_f32)" in source and "(a - (a / b) * b)" in source and "fn cb_fma_f32" in source
-    assert "| cb_zero_u32)" in source
+    x, y, z, a, b, s = _mixed_inputs(np.random.default_rng(0), 16)
+    f, q = np.zeros(80, np.float32), np.zeros(32, np.int32)
+    source = mixed_arithmetic.compile(x, y, z, a, b, s, f, q, dim=64, device=forced).source("source")
+    assert "(a - (a / b) * b)" in source and "fn cb_fma_f32" in source
+    assert re.search(r"bitcast<u32>\(\([\w.\[\]]+ \* [\w.\[\]]+\)\) \| cb_zero_u32\)", source)    # a hidden product
     with pytest.raises(cb.ArgumentValueError, match="workarounds must be 'probed' or 'all', got 'some'"):
         cb.device("wgpu", workarounds="some")

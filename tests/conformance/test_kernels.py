@@ -304,6 +304,8 @@ def test_float_operators_and_math_functions(dev, rng, dtype):
     a[5], b[6], a[6] = -0.0, -3, 6
     got, want = on_device_and_interpreter(dev, floatops, 2, 150, lambda: [a, b, poisoned(17 * 300, dtype)])
     tol = 2e-3 if dtype == np.float16 else 1e-6
+    if dev.backend_name == "wgpu" and dev.properties.supports("gpu"):
+        tol = max(tol, 1e-5)      # Vulkan's sin/cos/exp/... are looser than libm's (NVIDIA: 1.5e-6 off)
     g, w = got[2].reshape(17, 300), want[2].reshape(17, 300)
     exact = [0, 1, 2, 10, 11, 12, 13]                     # floordiv, mod, div, floor, ceil, min, max
     np.testing.assert_array_equal(g[exact], w[exact])
