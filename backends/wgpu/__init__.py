@@ -27,7 +27,7 @@ from cubepy.runtime.properties import DeviceProperties
 
 from .checks import check_types
 from .events import TimestampEvent
-from .quirks import WORST, Quirks, probe_quirks
+from .quirks import WORST, Quirks, probe_quirks, worst
 from .subgroups import barriers_hoisted, subgroup_size, subgroups_are_planes, uses_planes
 
 if TYPE_CHECKING:       # the renderer is imported at the first compile: the registry imports every backend
@@ -115,9 +115,9 @@ def _words(host: np.ndarray, storage: np.dtype) -> np.ndarray:
 class WgpuBackend(DeviceBackend):
     name = "wgpu"
     preference = 30            # after the vendors' GPU backends, before the CPU
-    # Only where named: on NVIDIA's Vulkan driver (H200) 109 of 793 conformance tests fail (fused
-    # multiply-adds the driver contracts, flushed f32 denormals, integer and plane-op results;
-    # docs/device-runs.md), so it must not become a machine's default device.
+    # Only where named: the conformance suite passes on lavapipe and on NVIDIA's Vulkan driver
+    # (with the probed workarounds, `quirks.py`), but no other vendor's driver has run it, and
+    # probing Vulkan would cost every CPU-only process its start-up (docs/device-runs.md).
     default_candidate = False
     device_array_platforms = frozenset({"wgpu"})
 
@@ -155,7 +155,7 @@ class WgpuBackend(DeviceBackend):
                                      f"(the adapter's subgroup size, {native}, runs plane ops on subgroups)")
         state.native_plane = native
         probed = probe_quirks(state)
-        state.quirks = probed if workarounds == "probed" else WORST
+        state.quirks = probed if workarounds == "probed" else worst("shader-f64" in features)
         info = adapter.info
         flags = {"atomics", "plane_ops", "atomic_f32_add"}
         flags |= {flag for feature, flag in (("shader-f16", "fp16"), ("shader-f64", "fp64"),

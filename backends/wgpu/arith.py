@@ -25,7 +25,14 @@ class WgslArithmetic(F64Math, Arithmetic):
         return f"f32({x})" if dtype.name == "f16" else x
 
     def _down(self, e: str, dtype: DType) -> str:
-        return f"f16({e})" if dtype.name == "f16" else e
+        if dtype.name != "f16":
+            return e
+        if self.quirks.folds_f16_rounding:
+            # rounded to f16 through its bits (naga cannot bitcast f16), so the compiler cannot
+            # take the later f32(f16(e)) as e
+            self.needs.add("zero_u32")
+            return f"f16(unpack2x16float(pack2x16float(vec2<f32>({e}, 0.0f)) | cb_zero_u32).x)"
+        return f"f16({e})"
 
     def _fix(self, e: str, dtype: DType) -> str:
         """The i32/u32 expression ``e`` wrapped to the narrow integer ``dtype`` (other types: ``e``)."""
@@ -312,10 +319,10 @@ class WgslArithmetic(F64Math, Arithmetic):
             return f"select({self._lit(0, dst)}, {self._lit(1, dst)}, {a})"
         if src.is_float and dst.is_int:
             return f"{self._float_to_int_helper(src, dst)}({self._up(a, src)})"
-        if src.name == "f64" and dst.name == "f16":
-            return f"f16({self._float_rounded_to_odd()}({a}))"
-        if dst.name == "f16" and not src.is_float:
-            return f"f16(f32({a}))"
+        if dst.name == "f16" and src.name != "f16":      # rounded once, from f32 (f64 rounded to odd first)
+            wide = (f"{self._float_rounded_to_odd()}({a})" if src.name == "f64" else
+                    a if src.name == "f32" else f"f32({a})")
+            return self._down(wide, dst)
         if self._c(src) == self._c(dst):
             return self._fix(a, dst) if src.bits > dst.bits or src.is_signed != dst.is_signed else a
         if src.is_int and dst.bits == 64 and src.bits < 64:

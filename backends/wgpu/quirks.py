@@ -8,12 +8,13 @@ rewrites float arithmetic as if it were exact (``x - x`` to 0, ``(a + b) - a`` t
 NoContraction would forbid it, and naga writes none). NVIDIA's Vulkan driver (an H200, driver
 580.159) contracts ``a * b + c`` into one rounding, divides f32 to within ulps rather than
 correctly rounded (Vulkan allows 2.5 ulp), flushes f32 subnormals in arithmetic and comparisons,
-and gets i32 ``%`` wrong for negative operands.
+gets i32 ``%`` wrong for negative operands, and drops the rounding of f32 values to f16 that
+f16 arithmetic computed in f32 needs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 
 import numpy as np
@@ -32,23 +33,30 @@ class Quirks:
     f32_div_sqrt_inexact: bool = True     # f32 a / b or sqrt(x) is not correctly rounded
     f32_through_f64_exact: bool = False   # f32(f64(a) / f64(b)) and f32(sqrt(f64(x))) are
     flushes_f32_subnormals: bool = True   # f32 arithmetic and comparisons take subnormals as 0
+    folds_f16_rounding: bool = True   # f32(f16(x)) becomes x: f16 results are not rounded
 
     def __str__(self) -> str:
         return ", ".join(f.name for f in fields(self) if getattr(self, f.name)) or "none"
 
 
 WORST = Quirks()
+
+
+def worst(f64: bool) -> Quirks:
+    """Every workaround, for an adapter that is not probed; f32 division and square root go
+    through f64 where the adapter has it."""
+    return replace(WORST, f32_through_f64_exact=f64)
 _N = 32          # inputs per fact
 
 
-def _run(state, body: str, inputs: list[np.ndarray], words: int) -> np.ndarray:
+def _run(state, body: str, inputs: list[np.ndarray], words: int, enable: str = "") -> np.ndarray:
     """Run ``body`` once (one unit) with ``inputs`` bound as read-only arrays ``in0``, ``in1``, ...
     of their dtypes and ``out: array<u32>`` of ``words``; the words it wrote."""
     wgpu, device = state.wgpu, state.device
     wgsl = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.int32): "i32"}
     decls = [f"@group(0) @binding({k}) var<storage, read> in{k}: array<{wgsl[x.dtype]}>;" for k, x in enumerate(inputs)]
     decls.append(f"@group(0) @binding({len(inputs)}) var<storage, read_write> out: array<u32>;")
-    source = "\n".join(decls) + f"\n@compute @workgroup_size(1)\nfn probe() {{\n{body}\n}}\n"
+    source = enable + "\n".join(decls) + f"\n@compute @workgroup_size(1)\nfn probe() {{\n{body}\n}}\n"
     usage = wgpu.BufferUsage
     buffers = [device.create_buffer_with_data(data=x.tobytes(), usage=usage.STORAGE) for x in inputs]
     out = device.create_buffer(size=4 * words, usage=usage.STORAGE | usage.COPY_SRC)
@@ -141,6 +149,12 @@ def _flushes_subnormals(state) -> bool:
     return not (got[0] == tiny.view(np.uint32)[0] and got[1] == 1)
 
 
+def _folds_f16_rounding(state) -> bool:
+    x = np.array([1.0 + 2.0 ** -20], np.float32)
+    got = _run(state, "out[0] = bitcast<u32>(f32(f16(in0[0])) - in0[0]);", [x], 1, enable="enable f16;\n")
+    return got.view(np.float32)[0] == 0.0
+
+
 def probe_quirks(state) -> Quirks:
     """The facts of ``state``'s adapter (a `_DeviceState`), each from a small shader; the worst
     case where the probe cannot run."""
@@ -151,9 +165,10 @@ def probe_quirks(state) -> Quirks:
         return Quirks(fma_f32_exact=fma32, fma_f64_exact=fma64, contracts=contracts,
                       folds_inexact=_folds_inexact(state), srem_wrong=_srem_wrong(state),
                       f32_div_sqrt_inexact=inexact, f32_through_f64_exact=through,
-                      flushes_f32_subnormals=_flushes_subnormals(state))
+                      flushes_f32_subnormals=_flushes_subnormals(state),
+                      folds_f16_rounding="shader-f16" in state.features and _folds_f16_rounding(state))
     except Exception:         # an adapter that cannot run the probe: assume the worst of it
-        return WORST
+        return worst(f64)
 
 
-__all__ = ["WORST", "Quirks", "probe_quirks"]
+__all__ = ["WORST", "Quirks", "probe_quirks", "worst"]

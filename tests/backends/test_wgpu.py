@@ -212,6 +212,13 @@ def mixed_arithmetic(x: Array[f32], y: Array[f32], z: Array[f32], a: Array[i32],
         q[2 * i + 1] = a[i] // b[i]
 
 
+@cb.kernel
+def half_axpy(x: Array[cb.f16], y: Array[cb.f16], o: Mut[Array[cb.f16]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        o[i] = x[i] * 3 + y[i]                     # the product rounded to f16 before the add
+
+
 def _mixed_inputs(rng, n):
     x, y, z = (rng.standard_normal(n).astype(np.float32) * s for s in (1.0, 3.0, 1.0))
     a = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
@@ -238,6 +245,15 @@ def test_arithmetic_workarounds_keep_the_meaning_of_every_device(dev, workaround
         outs[d.backend_name] = f, q
     for got, want in zip(outs["wgpu"], outs["interp"]):
         np.testing.assert_array_equal(got, want)
+    if target.properties.supports("fp16"):
+        h, k = (rng.random(n) * 10).astype(np.float16), (rng.random(n) * 10).astype(np.float16)
+        halves = []
+        for d in (target, cb.device("interp")):
+            o = np.full(n, np.nan, np.float16)
+            half_axpy[(n + 127) // 128, 128](h, k, o, device=d)
+            halves.append(o)
+        np.testing.assert_array_equal(halves[0], halves[1])
+        np.testing.assert_array_equal(halves[0], h * np.float16(3) + k)
     exact = (x.astype(np.float64) * y + z).astype(np.float32)      # fused, but for rare double roundings
     unfused = (x * y) + z
     assert np.count_nonzero(exact != unfused) > n // 10            # inputs where fusing shows
