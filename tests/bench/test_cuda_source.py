@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from cubepy.backends.cstyle import CUDA, HIP, render
+from cubepy.backends.cstyle import CUDA, HIP
 from cubepy.bench.apps import APPS
 
 import cubepy as cb
+from tests.gpu.batched_compile import compile_batched
 from tests.gpu.conftest import missing_toolchain
 
 TARGETS = {
@@ -40,18 +39,10 @@ def test_every_ports_source_compiles(target, tmp_path):
                     compiled = launch.kernel.compile(*launch.args, dim=launch.dim, device=dev, checked=checked)
                     versioned += "cube_checks" in str(compiled.ir)
                     mode = "checked" if checked else "unchecked"
-                    sources[f"{launch.kernel.__name__}_{mode}"] = render(compiled.ir_module, dialect).source
+                    sources[f"{launch.kernel.__name__}_{mode}"] = compiled.ir_module
     assert len(sources) == 2 * 2 * 13
     assert versioned >= 11             # the plain ports of every kernel but the data-dependent two
 
-    def compile_one(item):
-        name, source = item
-        path = tmp_path / f"{name}{suffix}"
-        path.write_text(source)
-        done = subprocess.run([tool, *flags, "-o", f"{path}.o", str(path)], capture_output=True, text=True,
-                              timeout=300, env={**os.environ, **env})
-        return name, done.returncode, done.stderr[-2000:]
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        failed = [f"{name}: {err}" for name, rc, err in pool.map(compile_one, sources.items()) if rc]
+    failed = compile_batched(list(sources.values()), dialect, [tool, *flags], suffix, tmp_path,
+                             env={**os.environ, **env}, batch=13)
     assert not failed, "\n".join(failed)
