@@ -128,7 +128,7 @@ class WgpuBackend(DeviceBackend):
 
     def probe(self, index: int = 0, plane_dim: int | None = None, workarounds: str = "probed", **_) -> DeviceProperties:
         """``workarounds``: "probed" renders the arithmetic workarounds the adapter needs, found by
-        a probe shader (`quirks.probe_quirks`); "all" renders every one, whatever the adapter does."""
+        probe shaders (`quirks.probe_quirks`); "all" renders every one, whatever the adapter does."""
         if workarounds not in ("probed", "all"):
             raise ArgumentValueError(f"WebGPU workarounds must be 'probed' or 'all', got {workarounds!r}")
         wgpu = _wgpu()
