@@ -19,6 +19,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from .probe import run_once
+
 
 @dataclass(frozen=True)
 class Quirks:
@@ -52,26 +54,11 @@ _N = 32          # inputs per fact
 def _run(state, body: str, inputs: list[np.ndarray], words: int, enable: str = "") -> np.ndarray:
     """Run ``body`` once (one unit) with ``inputs`` bound as read-only arrays ``in0``, ``in1``, ...
     of their dtypes and ``out: array<u32>`` of ``words``; the words it wrote."""
-    wgpu, device = state.wgpu, state.device
     wgsl = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.int32): "i32"}
     decls = [f"@group(0) @binding({k}) var<storage, read> in{k}: array<{wgsl[x.dtype]}>;" for k, x in enumerate(inputs)]
     decls.append(f"@group(0) @binding({len(inputs)}) var<storage, read_write> out: array<u32>;")
     source = enable + "\n".join(decls) + f"\n@compute @workgroup_size(1)\nfn probe() {{\n{body}\n}}\n"
-    usage = wgpu.BufferUsage
-    buffers = [device.create_buffer_with_data(data=x.tobytes(), usage=usage.STORAGE) for x in inputs]
-    out = device.create_buffer(size=4 * words, usage=usage.STORAGE | usage.COPY_SRC)
-    pipeline = device.create_compute_pipeline(
-        layout="auto", compute={"module": device.create_shader_module(code=source), "entry_point": "probe"})
-    group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
-        {"binding": k, "resource": {"buffer": b}} for k, b in enumerate([*buffers, out])])
-    encoder = device.create_command_encoder()
-    compute = encoder.begin_compute_pass()
-    compute.set_pipeline(pipeline)
-    compute.set_bind_group(0, group)
-    compute.dispatch_workgroups(1)
-    compute.end()
-    device.queue.submit([encoder.finish()])
-    return np.frombuffer(device.queue.read_buffer(out), np.uint32)[:words].copy()
+    return run_once(state, source, inputs, words)
 
 
 def _triples(dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -15,6 +15,8 @@ import numpy as np
 
 from cubepy.ir.nodes import PLANE_OPS, Kernel, Op, walk
 
+from .probe import run_once
+
 _PROBE = """@group(0) @binding(0) var<storage, read_write> x: array<u32>;
 @compute @workgroup_size({dims})
 fn probe(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32,
@@ -27,23 +29,9 @@ fn probe(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32
 
 def _run_probe(state, dims: tuple[int, int, int]) -> np.ndarray | None:
     """(size, lane, first unit of the subgroup) per unit of one cube, or None if it fails."""
-    wgpu, device = state.wgpu, state.device
     units = int(np.prod(dims))
     try:
-        pipeline = device.create_compute_pipeline(layout="auto", compute={
-            "module": device.create_shader_module(code=_PROBE.format(dims=", ".join(map(str, dims)))),
-            "entry_point": "probe"})
-        buffer = device.create_buffer(size=12 * units, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
-        group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0),
-                                         entries=[{"binding": 0, "resource": {"buffer": buffer}}])
-        encoder = device.create_command_encoder()
-        compute = encoder.begin_compute_pass()
-        compute.set_pipeline(pipeline)
-        compute.set_bind_group(0, group)
-        compute.dispatch_workgroups(1)
-        compute.end()
-        device.queue.submit([encoder.finish()])
-        return np.frombuffer(device.queue.read_buffer(buffer), np.uint32).reshape(units, 3)
+        return run_once(state, _PROBE.format(dims=", ".join(map(str, dims))), [], 3 * units).reshape(units, 3)
     except Exception:       # an adapter that lists subgroups but cannot build or run them
         return None
 

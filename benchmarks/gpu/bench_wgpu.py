@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -23,22 +22,9 @@ import numpy as np
 import cubepy as cb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: tests.kernels
+from bench_gpu import gpu_ms  # noqa: E402  (this folder: the same timing for every GPU benchmark)
+
 from tests.kernels import poly, saxpy, triad  # noqa: E402
-
-
-def gpu_ms(dev, fn, reps: int, batches: int = 5) -> float:
-    fn()
-    dev.synchronize()
-    per_batch = max(1, reps // batches)
-    times = []
-    for _ in range(batches):
-        start, stop = dev.event(), dev.event()
-        start.record()
-        for _ in range(per_batch):
-            fn()
-        stop.record()
-        times.append(stop.elapsed_ms(start) / per_batch)
-    return statistics.median(times)
 
 
 def rows(dev, n: int, reps: int, steps: int) -> dict:
