@@ -213,7 +213,7 @@ class WgpuBackend(DeviceBackend):
         state = self._state(properties)
         rendered = self.render(kernel, properties)
         wgpu, device = state.wgpu, state.device
-        bindings = len(rendered.buffers) + (rendered.args_size > 0) + (rendered.error_binding is not None)
+        bindings = len(rendered.buffers) + 1 + (rendered.error_binding is not None)     # + the argument struct
         most = state.adapter.limits["max-storage-buffers-per-shader-stage"]
         if bindings > most:
             raise ToolchainError(f"the kernel needs {bindings} storage buffers, more than the {most} the WebGPU "
@@ -222,9 +222,8 @@ class WgpuBackend(DeviceBackend):
         entries = [{"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE,
                     "buffer": {"type": storage if b.writable else wgpu.BufferBindingType.read_only_storage}}
                    for b in rendered.buffers]
-        if rendered.args_size:
-            entries.append({"binding": rendered.args_binding, "visibility": wgpu.ShaderStage.COMPUTE,
-                            "buffer": {"type": wgpu.BufferBindingType.read_only_storage}})
+        entries.append({"binding": rendered.args_binding, "visibility": wgpu.ShaderStage.COMPUTE,
+                        "buffer": {"type": wgpu.BufferBindingType.read_only_storage}})
         if rendered.error_binding is not None:
             entries.append({"binding": rendered.error_binding, "visibility": wgpu.ShaderStage.COMPUTE,
                             "buffer": {"type": storage}})
@@ -238,8 +237,7 @@ class WgpuBackend(DeviceBackend):
             raise ToolchainError(f"WebGPU rejected the generated WGSL:\n{e}", kernel.name) from None
         exe = Executable(rendered, pipeline, layout, state)
         usage = wgpu.BufferUsage
-        if rendered.args_size:
-            exe.args_buffer = device.create_buffer(size=rendered.args_size, usage=usage.STORAGE | usage.COPY_DST)
+        exe.args_buffer = device.create_buffer(size=rendered.args_size, usage=usage.STORAGE | usage.COPY_DST)
         if rendered.error_binding is not None:
             from ..cstyle import empty_record
 
@@ -265,16 +263,15 @@ class WgpuBackend(DeviceBackend):
         for slot in rendered.buffers:
             buffer = bound[slot.param].buffer.buffer()
             entries.append({"binding": slot.binding, "resource": {"buffer": buffer, "offset": 0, "size": buffer.size}})
-        if rendered.args_size:
-            packed = np.zeros(rendered.args_size, np.uint8)
-            for f in rendered.fields:
-                value = (_shape_of(bound[f.param], params[f.param])[f.dim] if f.kind == "shape" else
-                         0 if f.kind == "zero" else bound[f.param])
-                raw = np.frombuffer(np.array(value).astype(f.numpy).tobytes(), np.uint8)
-                packed[f.offset:f.offset + len(raw)] = raw
-            device.queue.write_buffer(executable.args_buffer, 0, packed)      # in order with the dispatches
-            entries.append({"binding": rendered.args_binding, "resource": {"buffer": executable.args_buffer,
-                                                                           "offset": 0, "size": rendered.args_size}})
+        packed = np.zeros(rendered.args_size, np.uint8)
+        for f in rendered.fields:
+            value = (_shape_of(bound[f.param], params[f.param])[f.dim] if f.kind == "shape" else
+                     0 if f.kind == "zero" else bound[f.param])
+            raw = np.frombuffer(np.array(value).astype(f.numpy).tobytes(), np.uint8)
+            packed[f.offset:f.offset + len(raw)] = raw
+        device.queue.write_buffer(executable.args_buffer, 0, packed)      # in order with the dispatches
+        entries.append({"binding": rendered.args_binding, "resource": {"buffer": executable.args_buffer,
+                                                                       "offset": 0, "size": rendered.args_size}})
         if executable.error_buffer is not None:
             entries.append({"binding": rendered.error_binding, "resource": {
                 "buffer": executable.error_buffer, "offset": 0, "size": executable.error_buffer.size}})

@@ -364,9 +364,9 @@ class WgslArithmetic(F64Math, Arithmetic):
         word = DTYPES_BY_NAME[f"u{dtype.bits}"]
         zero, one = self._lit(0.0, dtype), self._lit(1, word)
         split = self._lit(float(2 ** (27 if dtype.bits == 64 else 12) + 1), dtype)
-        def mul(x: str, y: str) -> str:
-            product = self._product(x, y, dtype)
-            return self._hidden(product, dtype) if self.quirks.folds_inexact and not self.quirks.contracts else product
+        def mul(x: str, y: str) -> str:        # exact products, never fused, folded or simplified
+            product = f"({x} * {y})"
+            return self._hidden(product, dtype) if self.quirks.folds_inexact or self.quirks.contracts else product
 
         def add(x: str, y: str) -> str:
             return self._sum(x, "+", y, dtype)

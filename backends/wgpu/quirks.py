@@ -14,7 +14,7 @@ f16 arithmetic computed in f32 needs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
@@ -37,8 +37,6 @@ class Quirks:
     flushes_f32_subnormals: bool = True   # f32 arithmetic and comparisons take subnormals as 0
     folds_f16_rounding: bool = True   # f32(f16(x)) becomes x: f16 results are not rounded
 
-    def __str__(self) -> str:
-        return ", ".join(f.name for f in fields(self) if getattr(self, f.name)) or "none"
 
 
 WORST = Quirks()

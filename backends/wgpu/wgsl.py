@@ -59,7 +59,7 @@ class WgslRendered:
     source: str
     buffers: list[BufferBinding]
     fields: list[ArgField]
-    args_size: int                       # bytes of the argument struct (0: none)
+    args_size: int                       # bytes of the argument struct (never 0: it holds the opaque word)
     args_binding: int
     error_binding: int | None
     sites: list[OOBSite]
@@ -174,12 +174,12 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
                 self.names[("param", p.param_index)] = f"cb_args.{name}"
                 held = DTYPES_BY_NAME[self.d.param_storage.get(p.type.dtype.name, p.type.dtype.name)]
                 add_field("scalar", p.param_index, name, self._c(held), STORAGE_NUMPY.get(held.name, held.numpy_name))
-        self.opaque_field = f"cb_args.{self._unique('cb_opaque')}"
-        add_field("zero", -1, self.opaque_field.partition(".")[2], "u32", "uint32")
+        opaque = self._unique("cb_opaque")
+        self.opaque_field = f"cb_args.{opaque}"
+        add_field("zero", -1, opaque, "u32", "uint32")      # so the argument struct always exists
         self.args_binding = len(self.bindings)
-        self.args_size = -(-offset // 8) * 8 if self.fields else 0
-        if self.fields:
-            self.decls.append(f"@group(0) @binding({self.args_binding}) var<storage, read> cb_args: CbArgs;")
+        self.args_size = -(-offset // 8) * 8
+        self.decls.append(f"@group(0) @binding({self.args_binding}) var<storage, read> cb_args: CbArgs;")
         reports = any(op.opcode == "report_oob" for op in ops)
         self.error_binding = self.args_binding + 1 if reports else None
         if reports:
@@ -226,8 +226,7 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
         if "f16" in self.needs:
             head.append("enable f16;")
         parts = ["\n".join(head)]
-        if self.members:
-            parts.append("struct CbArgs {\n" + "\n".join(self.members) + "\n}")
+        parts.append("struct CbArgs {\n" + "\n".join(self.members) + "\n}")
         opaque = [n for n in sorted(self.needs) if n.startswith(("zero_", "one_"))]
         decls = [*self.decls, *(f"var<private> cb_{n}: vec3<u32>;" for n in ("unit", "cube", "count")),
                  *(f"var<private> cb_{n}: {n.partition('_')[2]};" for n in opaque)]
