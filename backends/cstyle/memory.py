@@ -1,7 +1,7 @@
 """Where values come from and go: parameters, extents and built-in positions; array and variable loads
 and stores; atomics (native or CAS loops); the ``report_oob`` error record (a mixin of `renderer._Renderer`,
 and of the WGSL renderer, which overrides the hooks `_read`, `_write`, `_store_line`, `_index_words`,
-`_record` and the atomics)."""
+`_report` and the atomics)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,12 @@ from cubepy.ir.opcodes import UNIT_BUILTINS
 from cubepy.ir.types import DTYPES_BY_NAME, DType, Type, i32
 
 from .rendered import EXTENT_WORDS, INDEX_WORDS, add_oob_site
+
+
+def position_words(builtins: dict[str, str]) -> list[tuple[int, str]]:
+    """The error record's words 2-7 (unit x y z, cube x y z) as ``(word, expression)``."""
+    return [(2 + k, builtins[f"{s}_{a}"]) for k, (s, a) in enumerate((s, a) for s in ("unit_pos", "cube_pos")
+                                                                      for a in "xyz")]
 
 
 class Memory:
@@ -100,29 +106,35 @@ class Memory:
 
     def _op_report_oob(self, op: Op) -> None:
         site, n, indices = add_oob_site(op, self.sites, self.k.name)
-        b = self.d.builtins
-        words = [self._lit(site, i32)] + [b[f"{k}_{a}"] for k in ("unit_pos", "cube_pos") for a in "xyz"]
-        stores = list(enumerate(words, start=1))
-        for j, a in enumerate(indices):
-            low, high = self._index_words(self._arg(a), a.type.dtype)
-            stores += [(INDEX_WORDS + 2 * j, low), (INDEX_WORDS + 2 * j + 1, high)]
-        stores += [(EXTENT_WORDS + j, self._arg(a)) for j, a in enumerate(op.args[n:])]
-        self._record(stores)
+        words = [self._index_words(self._arg(a), a.type.dtype) for a in indices]
+        self._report(site, n, [w for pair in words for w in pair], [self._arg(a) for a in op.args[n:]])
+
+    def _report(self, site: int, n: int, index_words: list[str], extents: list[str]) -> None:
+        """Record the out-of-bounds access ``site`` (its index words, low and high per axis, and its
+        extents): a call of one function per rank, so that each site costs the compiler one call
+        instead of a compare-and-swap and a dozen stores (the fuzzer's kernels hold hundreds)."""
+        name = self._helper(f"cb_oob{n}", self._report_fn(n))
+        self._line(f"{name}(cb_err, {', '.join([self._lit(site, i32), *index_words, *extents])});")
+
+    def _report_fn(self, n: int) -> str:
+        d = self.d
+        b = d.builtins
+        axes = range(n)
+        params = ", ".join(["int site", *(f"int lo{j}, int hi{j}" for j in axes), *(f"int n{j}" for j in axes)])
+        stores = [(1, "site"), *position_words(b)]
+        for j in axes:
+            stores += [(INDEX_WORDS + 2 * j, f"lo{j}"), (INDEX_WORDS + 2 * j + 1, f"hi{j}"),
+                       (EXTENT_WORDS + j, f"n{j}")]
+        cas = d.cas[32].format(p="&cb_err[0]", cmp="0", v="1")
+        body = "".join(f"    cb_err[{w}] = {v};\n" for w, v in stores)
+        return (f"{d.report_fn} void cb_oob{n}({d.global_q}int* cb_err, {params}) {{\n"
+                f"  if ({cas} == 0) {{  // the first out-of-bounds access of the launch wins\n{body}  }}\n}}")
 
     def _index_words(self, v: str, dtype: DType) -> tuple[str, str]:
         """The index ``v`` as two int32 words: low, high (a narrower index sign-extended)."""
         u32, u64 = self._c(DTYPES_BY_NAME["u32"]), self._c(DTYPES_BY_NAME["u64"])
         high = f"(int)({u32})(({u64})({v}) >> 32)" if dtype.bits == 64 else f"({v} < 0 ? -1 : 0)"
         return f"(int)({u32})({v})", high
-
-    def _record(self, stores: list[tuple[int, str]]) -> None:
-        """Write the words ``stores`` ((word, value)) into the error record if this is the launch's
-        first report (word 0, claimed by a compare-and-swap)."""
-        cas = self.d.cas[32].format(p="&cb_err[0]", cmp="0", v="1")
-        self._line(f"if ({cas} == 0) {{  // the first out-of-bounds access of the launch wins")
-        for j, w in stores:
-            self._line(f"  cb_err[{j}] = {w};")
-        self._line("}")
 
     # --- atomics --------------------------------------------------------------------------
 

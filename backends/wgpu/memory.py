@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from cubepy.errors import CubeTypeError
 from cubepy.ir.nodes import Buffer, Op
-from cubepy.ir.types import DType
+from cubepy.ir.types import DType, i32
 
-from ..cstyle.memory import Memory
+from ..cstyle.memory import Memory, position_words
+from ..cstyle.rendered import EXTENT_WORDS, INDEX_WORDS
 from .dialect import ATOMIC_FUNCTIONS, NARROW
 
 
@@ -46,7 +47,11 @@ class WgslMemory(Memory):
             return f"i32({v})", f"select(0i, -1i, {v} < 0i)"
         return f"bitcast<i32>(u32({v}))", "0i"
 
-    def _record(self, stores: list[tuple[int, str]]) -> None:
+    def _report(self, site: int, n: int, index_words: list[str], extents: list[str]) -> None:
+        """The record written in place (WGSL has no pointer to a storage buffer to pass to a function)."""
+        stores = [(1, self._lit(site, i32)), *position_words(self.d.builtins)]
+        stores += [(INDEX_WORDS + j, w) for j, w in enumerate(index_words)]
+        stores += [(EXTENT_WORDS + j, e) for j, e in enumerate(extents)]
         self._line("loop {  // the first out-of-bounds access of the launch wins")
         self._line("  let cb_claim = atomicCompareExchangeWeak(&cb_err[0], 0i, 1i);")
         self._line("  if (cb_claim.exchanged) {")
