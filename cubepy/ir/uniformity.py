@@ -32,7 +32,7 @@ class _Analysis:
         self.values: dict[int, int] = {}
         self.vars: dict[int, int] = {}
         self.changed = False
-        self.report = False
+        self.failure: DivergenceError | None = None
         self.cube_barrier = None
         self.why = ""
         self.forms: dict[int, tuple[int, int]] = {}    # value id -> (m, g): m * lin + (multiple of g)
@@ -134,8 +134,8 @@ class _Analysis:
         return max((self.level(a) for a in op.args), default=UNIFORM)
 
     def fail(self, op: Op, message: str) -> None:
-        if self.report:
-            raise DivergenceError(message, self.kernel.name, op.loc)
+        if self.failure is None:        # the walk's first; raised if the walk turns out to be the last
+            self.failure = DivergenceError(message, self.kernel.name, op.loc)
 
     def walk(self, block: Block, ctl: int) -> tuple[int, int]:
         """Walk a block under control level ``ctl``; return the levels at which it may leave
@@ -201,10 +201,12 @@ def analyze_uniformity(kernel: Kernel, cube_barrier=None, why: str = "") -> dict
     analysis = _Analysis(kernel)
     analysis.cube_barrier, analysis.why = cube_barrier, why
     while True:
-        analysis.changed = False
+        # a walk that raises no variable's level saw the final levels throughout, so the first
+        # misplaced op it found is the one to report (no second walk to find it)
+        analysis.changed, analysis.failure = False, None
         analysis.walk(kernel.body, UNIFORM)
         if not analysis.changed:
             break
-    analysis.report = True
-    analysis.walk(kernel.body, UNIFORM)
+    if analysis.failure is not None:
+        raise analysis.failure
     return analysis.values
