@@ -40,7 +40,13 @@ class Arithmetic:
                 return self._down(f"{self._fn('abs', dtype)}({self._up(a, dtype)})", dtype)
             if not dtype.is_signed:
                 return a
-            return f"({a} < 0 ? {self._wrap(f'-({self._c(self._unsigned(dtype))}){a}', dtype)} : {a})"
+            negated = self._wrap(f'-({self._c(self._unsigned(dtype))}){a}', dtype)
+            if dtype.bits < 32:         # an 8- or 16-bit value is never the 32-bit MIN
+                return f"({a} < 0 ? {negated} : {a})"
+            # abs(MIN) is MIN (it wraps), but ptxas took NVVM's abs.s32 for non-negative and
+            # computed a following % as if it were (seed 12001900): MIN is passed by a select
+            low = self._lit(-(1 << (dtype.bits - 1)), dtype)
+            return f"({a} == {low} ? {a} : {a} < 0 ? {negated} : {a})"
         if not dtype.is_float:
             raise CubeTypeError(f"{code} of {dtype} is not supported", self.k.name)
         return self._down(f"{self._fn(code, dtype)}({self._up(a, dtype)})", dtype)

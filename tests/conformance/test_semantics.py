@@ -134,6 +134,29 @@ def test_a_shift_by_the_bit_width_or_more_or_by_a_negative_count_shifts_every_bi
     np.testing.assert_array_equal(right, _shift_model(x, n, False))
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_the_absolute_value_of_the_most_negative_integer_wraps_to_itself_also_before_a_remainder(dev, rng, dtype):
+    """abs(MIN) is MIN, and `abs(x) % n` then takes Python's remainder of MIN (the fuzzer, seed
+    12001900: ptxas computed the remainder as if NVVM's abs.s32 could not be negative)."""
+    @cb.kernel
+    def abs_mod(x: Array, n: Array, a: Mut[Array], r: Mut[Array]):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            a[i] = cb.abs(x[i])
+            r[i] = cb.abs(x[i]) % n[i]
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, 256, endpoint=True, dtype=dtype)
+    x[:64] = info.min
+    x[64:72] = [info.max, -1, 0, 1, info.min + 1, -7, 7, info.min]
+    n = rng.integers(1, 1000, 256).astype(dtype)
+    n[:8] = [117, 1, 2, 3, 7, 1000, 65536, 2**30]
+    a, r = poisoned(256, dtype), poisoned(256, dtype)
+    abs_mod.launch(2, 128, x, n, a, r, device=dev)
+    wrapped = [info.min if v == info.min else abs(v) for v in x.tolist()]
+    np.testing.assert_array_equal(a, np.array(wrapped, dtype))
+    np.testing.assert_array_equal(r, np.array([w % k for w, k in zip(wrapped, n.tolist())], dtype))
+
+
 @cb.kernel
 def powers(x: Array[i32], n: Array[i32], p9: Mut[Array[i32]], p2: Mut[Array[i32]], pn: Mut[Array[i32]],
            pf: Mut[Array[f32]]):
