@@ -295,12 +295,6 @@ class OpenCLBackend(DeviceBackend):
         except cl.Error:                    # a binary this driver no longer loads: compile again
             CACHE.discard(key)
             return compile_source(), False
-        try:
-            return cl.Program(state.context, [dev], [binary]).build(options=options), True
-        except cl.Error:                    # a binary this driver no longer loads: compile again
-            CACHE.discard(key)
-            compile_binary()
-            return built[0], False
 
     def source(self, kernel: Kernel, executable: Executable | None, properties: DeviceProperties, form: str) -> str:
         return executable.rendered.source if executable is not None else self.render(kernel).source
