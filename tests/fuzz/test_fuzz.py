@@ -143,3 +143,28 @@ def test_a_planted_miscompile_is_caught_and_shrunk(monkeypatch, target):
     seed, status = found
     small = shrink(generate(seed), same_failure(target, status), budget=150)
     assert small.size() < generate(seed).size() and " ^ " in small.source()
+
+
+def test_the_host_harness_runs_cuda_source_as_the_interpreter_does_and_sees_planted_changes():
+    """`host_cuda` (the CUDA source of a kernel compiled for the host with UBSan) agrees with the
+    interpreter, and reports a changed division and a planted signed overflow."""
+    from .host_cuda import compiler, run_on_host
+
+    if compiler() is None:
+        pytest.skip("no clang++ (Debian's clang-15, which hipcc brings)")
+    seed, division = 12003669, "return b == 0 ? 0 : a / b;"      # a program without barriers or plane ops
+    clean = run_on_host(seed)
+    assert clean.diff is None and not clean.undefined, clean
+    assert run_on_host(seed, opt="-O0") == clean
+
+    def changed(source: str) -> str:
+        assert division in source
+        return source.replace(division, "return b == 0 ? 0 : a / b + 1;")
+    assert run_on_host(seed, edit=changed).diff is not None
+
+    def overflowing(source: str) -> str:
+        body = source.index("{", source.index("static void __launch_bounds__")) + 1
+        planted = "\n  volatile int cb_big = 2147483647; int cb_ub = cb_big + 1; (void)cb_ub;"
+        return source[:body] + planted + source[body:]
+    assert any("signed integer overflow" in line for line in run_on_host(seed, edit=overflowing).undefined)
+
