@@ -80,8 +80,9 @@ def compiler() -> str | None:
     return None
 
 
-def cuda_source(kernel, program, args) -> tuple:
-    """The kernel's CUDA source as the cuda backend renders it (plane size 32, checks per cube)."""
+def cuda_source(kernel, program, args):
+    """The kernel's CUDA source (a `Rendered`) as the cuda backend renders it: plane size 32,
+    checks per cube; a kernel whose units must run together is refused (ValueError)."""
     from cubepy.backends.cstyle import CUDA, render
 
     device = cb.device("interp", plane_dim=32, checks_per_cube=True)
