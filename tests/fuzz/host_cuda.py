@@ -58,9 +58,6 @@ using std::ceil; using std::exp; using std::fabs; using std::floor; using std::f
 using std::log; using std::sqrt;
 """
 
-_CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
-           "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32,
-           "uint64": ctypes.c_uint64, "float32": ctypes.c_float, "float64": ctypes.c_double}
 
 
 @dataclass
@@ -74,10 +71,7 @@ class HostRun:
 
 def compiler() -> str | None:
     """The clang++ to use, or None where there is none."""
-    for name in ("clang++-15", "clang++"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
+    return shutil.which("clang++-15") or shutil.which("clang++")
 
 
 def cuda_source(kernel, program, args):
@@ -146,7 +140,7 @@ extern "C" void cb_host_launch({params}, int gx, int gy, int gz, int bx, int by,
             elif slot.kind == "shape":
                 values.append(ctypes.c_int(len(arg)))
             elif slot.kind == "scalar":
-                values.append(_CTYPES[slot.numpy](arg))
+                values.append(np.ctypeslib.as_ctypes_type(np.dtype(slot.numpy))(arg))
             else:
                 values.append(ctypes.c_void_p(record.ctypes.data))
         values += [ctypes.c_int(v) for v in (*program.cube_count, *program.cube_dim)]
