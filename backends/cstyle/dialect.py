@@ -161,7 +161,7 @@ class Dialect:
     step_test: str = "({step} > 0 ? {var} < {stop} : {var} > {stop})"
     select: str = "{cond} ? {a} : {b}"
     # qualifier of the out-of-bounds report functions (one per rank, called from every site):
-    # inlined like every helper (an out-of-line call's run-time cost is not measured)
+    # inlined like every helper (out of line, nvcc was no faster, docs/design.md)
     report_fn: str = "CB_DEVICE"
 
     def with_(self, **changes) -> Dialect:

@@ -111,8 +111,8 @@ class Memory:
 
     def _report(self, site: int, n: int, index_words: list[str], extents: list[str]) -> None:
         """Record the out-of-bounds access ``site`` (its index words, low and high per axis, and its
-        extents): a call of one function per rank, so that each site costs the compiler one call
-        instead of a compare-and-swap and a dozen stores (the fuzzer's kernels hold hundreds)."""
+        extents): a call of one function per rank, one line at each site instead of a
+        compare-and-swap and a dozen stores (the fuzzer's kernels hold hundreds of sites)."""
         name = self._helper(f"cb_oob{n}", self._report_fn(n))
         self._line(f"{name}(cb_err, {', '.join([self._lit(site, i32), *index_words, *extents])});")
 
