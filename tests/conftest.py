@@ -71,7 +71,7 @@ def dev(request, monkeypatch) -> cb.Device:
         monkeypatch.setattr(cb.KernelFunction, "launch", resident_launch)
         return cb.device(name)
     if plane == "cubes":
-        return cb.device(name, plane_dim=32, checks_per_cube=True)
+        return cb.device(name, plane_dim=32, checks_per_cube=True, checks_per_run=True)
     return cb.device(name, plane_dim=plane) if plane else cb.device(name)
 
 

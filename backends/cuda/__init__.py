@@ -132,6 +132,7 @@ class CudaBackend(DeviceBackend):
             features.add("bf16")
         props = DeviceProperties(
             name=f"{name} [{index}] sm_{cc}", backend=self.name, plane_dim=int(a["WarpSize"]), checks_per_cube=True,
+            checks_per_run=True,
             plane_size_min=int(a["WarpSize"]), plane_size_max=int(a["WarpSize"]),
             max_units_per_cube=int(a["MaxThreadsPerBlock"]),
             max_cube_dim=(int(a["MaxBlockDimX"]), int(a["MaxBlockDimY"]), int(a["MaxBlockDimZ"])),

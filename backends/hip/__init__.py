@@ -98,7 +98,7 @@ class HipBackend(DeviceBackend):
             plane_size_max=wave, max_units_per_cube=int(p.maxThreadsPerBlock),
             max_cube_dim=tuple(int(v) for v in p.maxThreadsDim[:3]),
             max_cube_count=tuple(int(v) for v in p.maxGridSize[:3]),
-            shared_memory_per_cube=optin, vector_widths=(1, 2, 4, 8, 16), checks_per_cube=True,
+            shared_memory_per_cube=optin, vector_widths=(1, 2, 4, 8, 16), checks_per_cube=True, checks_per_run=True,
             compute_units=int(p.multiProcessorCount),
             features=frozenset({"gpu", "fp16", "fp64", "bf16", "plane_ops", "atomics", "atomic_f32_add", arch}))
         self._devices[props] = index

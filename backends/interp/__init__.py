@@ -27,10 +27,11 @@ class InterpBackend(Backend):
     preference = 90            # the reference semantics, slow: only when nothing else loads
 
     def probe(self, plane_dim=32, races=False, checks_per_cube=False, guards_per_cube=False,
-              **_) -> DeviceProperties:
+              checks_per_run=False, **_) -> DeviceProperties:
         """``checks_per_cube=True`` versions kernels as the GPUs do (`cubepy.ir.cube_checks`),
-        ``guards_per_cube=True`` also as the CPU does, so the interpreter checks that
-        transformation too."""
+        ``guards_per_cube=True`` also as the CPU does, ``checks_per_run=True`` tests checked loads once
+        per run as CUDA and HIP do (`cubepy.ir.run_checks`), so the interpreter checks those
+        transformations too."""
         if isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
                 1 <= plane_dim <= 64 and plane_dim & (plane_dim - 1) == 0):
             raise ArgumentValueError(
@@ -41,7 +42,7 @@ class InterpBackend(Backend):
             max_cube_dim=(1024, 1024, 64), max_cube_count=(2**31 - 1, 65535, 65535),
             shared_memory_per_cube=65536, vector_widths=(1, 2, 4, 8, 16),
             features=frozenset({"fp16", "fp64", "plane_ops", "atomics"}), checks_per_cube=bool(checks_per_cube),
-            guards_per_cube=bool(checks_per_cube and guards_per_cube))
+            guards_per_cube=bool(checks_per_cube and guards_per_cube), checks_per_run=bool(checks_per_run))
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Kernel:
         """Nothing to compile; refuse what the interpreter cannot run."""

@@ -56,7 +56,7 @@ def main() -> None:
         sys.exit("nvcc and ptxas must be on PATH")
     warnings.simplefilter("ignore")
     first, last = (int(s) for s in args.seeds.split(":"))
-    device = cb.device("interp", plane_dim=32, checks_per_cube=True)
+    device = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_run=True)
     rows: dict[str, list] = {"checked": [], "unchecked": []}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(first, last):

@@ -70,7 +70,7 @@ def main(argv=None) -> None:
     opts = parser.parse_args(argv)
     if shutil.which("nvcc") is None:
         raise SystemExit("nvcc is not on PATH")
-    device = cb.device("interp", plane_dim=32, checks_per_cube=opts.per_cube)
+    device = cb.device("interp", plane_dim=32, checks_per_cube=opts.per_cube, checks_per_run=opts.per_cube)
     columns = ["checks", "ptx", "ld.global", "setp", "bra"] + (["sass"] if opts.sass else [])
     print(f"{'kernel':<24}" + "".join(f"{c + ' u/c':>16}" for c in columns))
     with tempfile.TemporaryDirectory() as tmp:

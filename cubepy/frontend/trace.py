@@ -283,4 +283,5 @@ def trace_kernel(fn, spec: KernelSpec, name: str | None = None) -> Kernel:
             continue
     else:  # pragma: no cover - widening is monotone, so this needs absurd code
         raise CubeTypeError("variable types did not settle after widening", name, None)
-    return PIPELINE.run(kernel, Options(checks_per_cube=spec.checks_per_cube, guards_per_cube=spec.guards_per_cube))
+    return PIPELINE.run(kernel, Options(checks_per_cube=spec.checks_per_cube, guards_per_cube=spec.guards_per_cube,
+                                        checks_per_run=spec.checks_per_run))

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .linear import LinearForms
 from .nodes import Block, Const, Kernel, Op, Value, Var, walk
 from .opcodes import COMPARE, CUBE_BUILTINS, ELEMENTWISE, UNIT_BUILTINS
 from .types import INDEX, Type, bool_, i64
@@ -424,7 +425,9 @@ class _Emitter:
         forms = [form(c) for c in self.conds if not isinstance(c, Const)]
         nonneg = {f[1] for f in forms if f and f[0] == "ge" and isinstance(f[2], Const) and f[2].value >= 0}
         below = {f[1] for f in forms if f and f[0] == "lt" and self._at_most_int32_max(f[2])}
-        out, seen = Const(True, Type(bool_)), set()
+        # an i32 value widened to i64 lies inside i32: nothing to test
+        widened = {v for v, op in defs.items() if op.opcode == "cast" and _i32(op.args[0].type)}
+        kept, seen = [], set()
         for c in self.conds:
             if isinstance(c, Const):
                 if not c.value:
@@ -432,13 +435,58 @@ class _Emitter:
                 continue
             f = form(c)
             implied = f is not None and isinstance(f[2], Const) and (
-                (f[0] == "ge" and f[2].value == _INT32_MIN and f[1] in nonneg)
-                or (f[0] == "le" and f[2].value == _INT32_MAX and f[1] in below))
+                (f[0] == "ge" and f[2].value == _INT32_MIN and (f[1] in nonneg or f[1] in widened))
+                or (f[0] == "le" and f[2].value == _INT32_MAX and (f[1] in below or f[1] in widened)))
             if c.id in seen or implied:
                 continue
             seen.add(c.id)
+            kept.append(c)
+        out = Const(True, Type(bool_))
+        for c in self._merged(kept, defs):
             out = c if isinstance(out, Const) else self.emit("and", (out, c), Type(bool_))
         return out
+
+    def _merged(self, conds: list, defs: dict) -> list:
+        """``conds`` with the bounds of neighbours merged: of ``t + c >= b`` for several constants
+        ``c`` only the least ``c`` is kept, of ``t + c < b`` only the greatest (the values are
+        exact in i64, see Soundness), and ``v < n1 and v < n2`` becomes ``v < min(n1, n2)``:
+        the three arrays of a stencil over ``x[i]``, ``x[i + 1]``, ``y[i + 1]`` ... need two
+        compares, not one per access and side."""
+        forms = LinearForms(defs)
+        best: dict[tuple, tuple] = {}          # (compare, terms, bound) -> (offset, cond)
+        others = []
+        for c in conds:
+            op = defs.get(c.id)
+            if op is None or op.opcode not in ("ge", "gt", "le", "lt"):
+                others.append(c)
+                continue
+            terms, offset = forms.of(op.args[0])
+            key = (op.opcode, terms, forms.key(op.args[1]))
+            kept = best.get(key)
+            lower = op.opcode in ("ge", "gt")
+            if kept is None or (offset < kept[0] if lower else offset > kept[0]):
+                best[key] = (offset, c)
+        below: dict[int, list] = {}            # value id -> the extents it must lie below
+        for (code, _, _), (_, c) in best.items():
+            op = defs[c.id]
+            if code == "lt" and not isinstance(op.args[1], Const):
+                below.setdefault(op.args[0].id, []).append(c)
+            else:
+                others.append(c)
+        least: dict[tuple, Value] = {}
+        for tests in below.values():
+            if len(tests) == 1:
+                others.append(tests[0])
+                continue
+            bounds = sorted((defs[c.id].args[1] for c in tests), key=lambda b: repr(forms.key(b)))
+            key = tuple(forms.key(b) for b in bounds)
+            if key not in least:
+                n = bounds[0]
+                for b in bounds[1:]:
+                    n = self.extreme("min", n, b)
+                least[key] = n
+            others.append(self.binary("lt", defs[tests[0].id].args[0], least[key]))
+        return others
 
     def _at_most_int32_max(self, v) -> bool:
         """An extent: a constant or a widened i32 shape."""

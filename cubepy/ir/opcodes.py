@@ -90,7 +90,8 @@ OPCODES: dict[str, str] = {
     "sync_cube": "barrier: every unit of the cube arrives before any goes on; orders shared memory",
     **{k: "plane op: see docs/design.md, Plane operations" for k in PLANE_OPS},
     "if": "args (cond,), blocks (then, else). attrs cube_checks: the condition is the same for every "
-    "unit of the cube and the sides are one body with and without some bounds checks (ir/cube_checks.py)",
+    "unit of the cube and the sides are one body with and without some bounds checks (ir/cube_checks.py); "
+    "run_checks: the sides are one run of code with and without the checks of that many loads (ir/run_checks.py)",
     "for": "args (start, stop, step), attrs var: Var(i32) holding the counter; blocks (body,). "
     "var = start; while (step > 0 ? var < stop : var > stop) { body; var += step }",
     "loop": "blocks (body,): repeat until `break`",

@@ -14,11 +14,11 @@ _CHECKED = ("load", "store", "atomic")
 def lower_bounds_checks(kernel: Kernel) -> None:
     """Guard every checked access: ``if indices in range: access else: report_oob``.
 
-An index wider than i32 (an i64, u32 or u64 value) is compared at its own width and narrowed to
-i32 inside the guard, so the check and the report see the true index and no backend indexes
-with anything but i32.
-    After this pass no op carries ``checked=True``; backends only implement ``report_oob``.
-    An out-of-bounds access therefore never touches memory, on every backend alike.
+    An index wider than i32 (an i64, u32 or u64 value) is compared at its own width and narrowed
+    to i32 inside the guard, so the check and the report see the true index and no backend
+    indexes with anything but i32. After this pass no op carries ``checked=True``; backends only
+    implement ``report_oob``. An out-of-bounds access therefore never touches memory, on every
+    backend alike.
     """
     extents: dict[tuple[int, int], Value] = {}
     for op in kernel.body.ops:
@@ -34,26 +34,33 @@ def _lower_block(kernel: Kernel, block: Block, extents: dict, entry: list) -> No
     for op in block.ops:
         for b in op.blocks:
             _lower_block(kernel, b, extents, entry)
-        if op.opcode in _CHECKED and op.attrs.get("checked"):
-            proven = op.attrs.get("proven", ())
-            buf = op.args[0]
-            ndim = buf.ndim if buf.shape is None else len(buf.shape)
-            if len(proven) == ndim:   # every index proven: narrow the wide ones (they fit), no check
-                args = list(op.args)
-                for k in range(1, 1 + ndim):
-                    if args[k].type != Type(INDEX):
-                        narrowed = Value(Type(INDEX))
-                        new_ops.append(Op("cast", (args[k],), narrowed, {}, (), op.loc))
-                        args[k] = narrowed
-                new_ops.append(Op(op.opcode, tuple(args), op.result, {**op.attrs, "checked": False}, (), op.loc))
-            else:
-                new_ops.extend(_guard(kernel, op, extents, entry))
-        else:
+        if not (op.opcode in _CHECKED and op.attrs.get("checked")):
             new_ops.append(op)
+        elif len(op.attrs.get("proven", ())) == _rank(op.args[0]):
+            new_ops.extend(unchecked_access(op))
+        else:
+            new_ops.extend(_guard(kernel, op, extents, entry))
     block.ops = new_ops
 
 
-def _extent(buf, dim: int, extents: dict, entry: list, loc) -> Value:
+def _rank(buf) -> int:
+    return buf.ndim if buf.shape is None else len(buf.shape)
+
+
+def unchecked_access(op: Op) -> list[Op]:
+    """``op`` without its check, for an access known in bounds: the wide indices narrowed (they
+    fit), then the access."""
+    out, args = [], list(op.args)
+    for k in range(1, 1 + _rank(op.args[0])):
+        if args[k].type != Type(INDEX):
+            narrowed = Value(Type(INDEX))
+            out.append(Op("cast", (args[k],), narrowed, {}, (), op.loc))
+            args[k] = narrowed
+    out.append(Op(op.opcode, tuple(args), op.result, {**op.attrs, "checked": False}, (), op.loc))
+    return out
+
+
+def extent_value(buf, dim: int, extents: dict, entry: list, loc) -> Value:
     if buf.shape is not None:
         return Const(buf.shape[dim], Type(INDEX))
     key = (buf.id, dim)
@@ -64,43 +71,58 @@ def _extent(buf, dim: int, extents: dict, entry: list, loc) -> Value:
     return extents[key]
 
 
-def _guard(kernel: Kernel, op: Op, known_extents: dict, entry: list) -> list[Op]:
+def in_bounds_test(op: Op, known_extents: dict, entry: list, emit, narrowed_ops: list):
+    """The test that ``op``'s indices lie in bounds (None if every one is proven), its extents, and
+    its indices narrowed to i32 (the casts appended to ``narrowed_ops``)."""
     buf = op.args[0]
-    ndim = buf.ndim if buf.shape is None else len(buf.shape)
-    indices = op.args[1:1 + ndim]
-    out: list[Op] = []
-
-    def emit(opcode, args=(), type_=None, **attrs):
-        result = Value(type_) if type_ is not None else None
-        out.append(Op(opcode, tuple(args), result, attrs, (), op.loc))
-        return result
-
+    ndim = _rank(buf)
     extents, narrow, ok = [], [], None
-    then_ops: list[Op] = []
     proven, nonneg = op.attrs.get("proven", ()), op.attrs.get("nonneg", ())
-    for dim, index in enumerate(indices):
-        extent = _extent(buf, dim, known_extents, entry, op.loc)
+    for dim, index in enumerate(op.args[1:1 + ndim]):
+        extent = extent_value(buf, dim, known_extents, entry, op.loc)
         extents.append(extent)
         itype = index.type
         if itype == _I32:
-            wide_extent = extent
             narrow.append(index)
         else:   # a wide index: compare at its width, narrow to i32 only once it is in bounds
-            wide_extent = Const(extent.value, itype) if isinstance(extent, Const) else emit("cast", (extent,), itype)
             narrowed = Value(_I32)
-            then_ops.append(Op("cast", (index,), narrowed, {}, (), op.loc))
+            narrowed_ops.append(Op("cast", (index,), narrowed, {}, (), op.loc))
             narrow.append(narrowed)
         if dim in proven:
             continue
-        below = emit("lt", (index, wide_extent), _BOOL)
+        bound = Const(extent.value, itype) if isinstance(extent, Const) else (
+            extent if itype == _I32 else emit("cast", (extent,), itype))
+        inside = emit("lt", (index, bound), _BOOL)
         if itype.dtype.is_signed and dim not in nonneg:
-            inside = emit("and", (emit("ge", (index, Const(0, itype)), _BOOL), below), _BOOL)
-        else:
-            inside = below
+            inside = emit("and", (emit("ge", (index, Const(0, itype)), _BOOL), inside), _BOOL)
         ok = inside if ok is None else emit("and", (ok, inside), _BOOL)
+    return ok, extents, narrow
+
+
+def emitter(out: list, loc):
+    """``emit(opcode, args, type, **attrs)``: append an op to ``out`` and return its result."""
+    def emit(opcode, args=(), type_=None, **attrs):
+        result = Value(type_) if type_ is not None else None
+        out.append(Op(opcode, tuple(args), result, attrs, (), loc))
+        return result
+    return emit
+
+
+def _report(op: Op, extents: list) -> Op:
+    ndim = len(extents)
+    return Op("report_oob", (*op.args[1:1 + ndim], *extents), None, {"array": op.attrs.get("array", op.args[0].name)},
+              (), op.loc)
+
+
+def _guard(kernel: Kernel, op: Op, known_extents: dict, entry: list) -> list[Op]:
+    buf = op.args[0]
+    ndim = _rank(buf)
+    out: list[Op] = []
+    then_ops: list[Op] = []
+    ok, extents, narrow = in_bounds_test(op, known_extents, entry, emitter(out, op.loc), then_ops)
     args = (buf, *narrow, *op.args[1 + ndim:])
     unchecked = Op(op.opcode, args, None, {**op.attrs, "checked": False}, (), op.loc)
-    report = Op("report_oob", (*indices, *extents), None, {"array": op.attrs.get("array", buf.name)}, (), op.loc)
+    report = _report(op, extents)
     then_block, else_block = Block([*then_ops, unchecked]), Block([report])
     if op.result is not None:
         tmp = Var(f"{buf.name}_elem", op.result.type)

@@ -27,6 +27,7 @@ from .bounds import prove_in_bounds
 from .cube_checks import check_per_cube
 from .nodes import Kernel
 from .passes import eliminate_dead_code, lower_bounds_checks
+from .run_checks import check_per_run
 from .uniformity import analyze_uniformity
 from .verify import verify
 
@@ -39,6 +40,7 @@ class Options:
 
     checks_per_cube: bool = False      # test affine indices once per cube (`cube_checks`)
     guards_per_cube: bool = False      # and decide there the guards every unit of a cube passes
+    checks_per_run: bool = False       # test the checked loads of a run of code once before it (`run_checks`)
 
 
 def _always(kernel: Kernel, options: Options) -> bool:
@@ -122,6 +124,8 @@ PIPELINE = Pipeline([
     Stage("prove_in_bounds", lambda k, o: prove_in_bounds(k), "transform"),
     Stage("check_per_cube", lambda k, o: check_per_cube(k, guards=o.guards_per_cube), "transform",
           when=_check_per_cube_wanted),
+    Stage("check_per_run", lambda k, o: check_per_run(k), "transform",
+          when=lambda k, o: o.checks_per_run and k.checked),
     Stage("lower_bounds_checks", lambda k, o: lower_bounds_checks(k), "transform"),
     Stage("eliminate_dead_code", lambda k, o: eliminate_dead_code(k), "transform"),
     Stage("verify_lowered", lambda k, o: verify(k), "check"),

@@ -163,7 +163,9 @@ class _Analysis:
                           "flow plane-uniform, e.g. compute the condition into a value and pass "
                           "that value to the plane op")
             if code == "if":
-                inner = max(cur, self.level(op.args[0]))
+                # the sides of a run's version (cubepy.ir.run_checks) compute the same values and
+                # reach the same ops: which one a unit takes changes nothing this analysis sees
+                inner = cur if "run_checks" in op.attrs else max(cur, self.level(op.args[0]))
                 exits = [self.walk(b, inner) for b in op.blocks]
                 loop_exit = max([loop_exit] + [e[0] for e in exits])
                 ret = max([ret] + [e[1] for e in exits])

@@ -284,7 +284,8 @@ class KernelFunction:
 
     def _specialize(self, params, dim, dev: Device, checked: bool):
         spec = KernelSpec(params, dim, dev.properties.plane_dim, checked, self.fastmath,
-                          dev.properties.checks_per_cube, dev.properties.guards_per_cube, settings.kernel_prints())
+                          dev.properties.checks_per_cube, dev.properties.guards_per_cube, settings.kernel_prints(),
+                          checks_per_run=dev.properties.checks_per_run)
         key = (dev.key(), spec.key())
         hit = self._cache.get(key)
         if hit is None:

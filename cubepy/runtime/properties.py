@@ -34,6 +34,9 @@ class DeviceProperties:
     # decide guards a whole cube passes (`if i < n`) once per cube too, in unchecked kernels as
     # well: where masked loads and stores cost (the CPU), not where a compare is free (GPUs)
     guards_per_cube: bool = False
+    # checked loads whose indices come from memory tested once per unit before a run of code that
+    # holds them (cubepy.ir.run_checks): CUDA and HIP, for the same reason as checks_per_cube
+    checks_per_run: bool = False
 
     def supports(self, feature: str) -> bool:
         """Whether a feature flag (``"fp64"``, ``"fp16"``, ``"bf16"``, ``"plane_ops"``,

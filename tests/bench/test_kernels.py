@@ -13,12 +13,16 @@ from cubepy.bench.runner import KernelRun, compare, parse_variants
 import cubepy as cb
 
 TINY = 1500          # a target size: 2-D 39^2 zones, 3-D 11^3 zones, LTIMES one z
+# "interp-gpu": the interpreter running the IR as CUDA and HIP get it (checks per cube and per run)
+DEVICES = {"interp": {}, "interp-gpu": {"plane_dim": 32, "checks_per_cube": True, "checks_per_run": True},
+           "cpu": {}}
 
 
-@pytest.mark.parametrize("device", ["interp", "cpu"])
+@pytest.mark.parametrize("device", list(DEVICES))
 @pytest.mark.parametrize("name", list(APPS))
 def test_every_variant_matches_the_reference_and_its_checksum(name, device):
-    run = KernelRun(APPS[name], str(TINY), cb.device(device), parse_variants("plain,tuned,checked,unchecked"), [],
+    dev = cb.device(device.partition("-")[0], **DEVICES[device])
+    run = KernelRun(APPS[name], str(TINY), dev, parse_variants("plain,tuned,checked,unchecked"), [],
                     samples=1, log=lambda text: None)
     row = run.run()
     for label, result in row["contenders"].items():

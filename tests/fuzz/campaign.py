@@ -23,7 +23,8 @@ _devices: dict = {}
 
 def device(target: str):
     """``interp-p8``, ``cpu-p32``, ``cpu-p8-O1`` (LLVM -O1), ``opencl``, ``opencl-O0``
-    (-cl-opt-disable), ``cuda``: a device of this process, made once."""
+    (-cl-opt-disable), ``cuda``, ``interp-p32-gpu`` (the interpreter running the IR as CUDA and
+    HIP get it: checks per cube and per run): a device of this process, made once."""
     import cubepy as cb
 
     if target not in _devices:
@@ -32,6 +33,8 @@ def device(target: str):
         for part in parts[1:]:
             if part.startswith("p"):
                 options["plane_dim"] = int(part[1:])
+            elif part == "gpu":
+                options.update(checks_per_cube=True, checks_per_run=True)
             elif part.startswith("O"):
                 options["opt_level" if parts[0] == "cpu" else "build_options"] = (
                     int(part[1:]) if parts[0] == "cpu" else ("-cl-opt-disable",))
@@ -73,7 +76,7 @@ def check(seed: int, targets: tuple, size: int = 40, model: bool = True) -> dict
         diff = compare(program, expected, first) if expected is not None else None
         result["model"] = "ok" if expected is not None and diff is None else ("skip" if expected is None else diff)
     for target in targets:
-        if target.startswith("interp"):
+        if target.startswith("interp") and not target.endswith("-gpu"):
             result["targets"][target] = ("ok", "")
             continue
         dev = device(target)

@@ -79,7 +79,7 @@ def cuda_source(kernel, program, args):
     checks per cube; a kernel whose units must run together is refused (ValueError)."""
     from cubepy.backends.cstyle import CUDA, render
 
-    device = cb.device("interp", plane_dim=32, checks_per_cube=True)
+    device = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_run=True)
     ir = kernel.compile(*args, dim=program.cube_dim, device=device, checked=True).ir_module
     concurrent = sorted({op.opcode for op in walk(ir.body)
                          if op.opcode in PLANE_OPS or op.opcode in ("sync_cube", "atomic")})

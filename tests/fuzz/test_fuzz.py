@@ -4,10 +4,11 @@ The budget (3.7 minutes on the 2-core CI machine, docs/fuzzing.md): 1,000 random
 interpreter (straight-line ones also against the NumPy model), of which 150 are compared on the
 CPU backend (half at plane size 8, half at 32) and the first 60 of those on OpenCL too (its own
 plane size; PoCL takes about 2 s to build one, the CPU backend 0.9 s, the interpreter 0.07 s:
-the tally prints these means); the CPU backend compiles at LLVM -O1 here, as compile time is the limit (the
-long run, ``python -m tests.fuzz``, uses -O3). Seeds start at ``CUBEPY_TEST_SEED`` * 10,000, so
-each CI run fuzzes new kernels, and a failure is printed with the command that replays and
-shrinks it.
+the tally prints these means); half of the others also run on the interpreter as CUDA and
+HIP lower them (``interp-p32-gpu``: checks per cube and per run). The CPU backend compiles at
+LLVM -O1 here, as compile time is the limit (the long run, ``python -m tests.fuzz``, uses -O3).
+Seeds start at ``CUBEPY_TEST_SEED`` * 10,000, so each CI run fuzzes new kernels, and a failure
+is printed with the command that replays and shrinks it.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ def ci_plan(first: int, opencl: bool):
         k = seed - first
         if k < COMPARED:
             return [f"cpu-p{8 if k % 2 else 32}-O1"] + (["opencl"] if opencl and k < ON_OPENCL else [])
-        return ["interp-p32" if k % 2 else "interp-p8"]
+        # every other one also on the interpreter running the IR as CUDA and HIP get it (checks
+        # per cube and per run), compared with the plain interpreter
+        return [("interp-p32", "interp-p8", "interp-p32-gpu", "interp-p8-gpu")[k % 4]]
     return assign
 
 
@@ -57,6 +60,8 @@ def test_random_kernels_agree_on_every_device_within_the_ci_budget():
     assert cpu >= COMPARED and min(tally.counts["cpu-p8-O1"]["ok"], tally.counts["cpu-p32-O1"]["ok"]) >= COMPARED // 2
     if opencl:
         assert tally.counts["opencl"].get("ok", 0) >= ON_OPENCL, report
+    gpu_ir = tally.counts["interp-p32-gpu"].get("ok", 0) + tally.counts["interp-p8-gpu"].get("ok", 0)
+    assert gpu_ir >= (INTERP_KERNELS - COMPARED) // 2 - 1, report
     assert tally.model.get("ok", 0) >= INTERP_KERNELS // 10, report
 
 

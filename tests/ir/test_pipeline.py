@@ -28,7 +28,8 @@ def _kernel():
 
 def test_the_stages_run_in_this_order():
     assert PIPELINE.names() == ("verify", "check_uniformity", "prove_in_bounds", "check_per_cube",
-                                "lower_bounds_checks", "eliminate_dead_code", "verify_lowered", "uniformity")
+                                "check_per_run", "lower_bounds_checks", "eliminate_dead_code", "verify_lowered",
+                                "uniformity")
 
 
 def test_the_uniformity_of_the_final_ir_is_stored_with_the_kernel():
@@ -56,6 +57,19 @@ def test_check_per_cube_runs_only_where_the_device_asks_for_it():
     spy.run(_kernel()[0], Options())
     assert ran == []
     spy.run(_kernel()[0], Options(checks_per_cube=True))
+    assert len(ran) == 1
+
+
+def test_check_per_run_runs_only_where_the_device_asks_for_it_and_only_on_checked_kernels():
+    ran = []
+    spy = Pipeline([Stage("check_per_run", lambda k, o: ran.append(o), "transform",
+                          when=PIPELINE["check_per_run"].when)])
+    spy.run(_kernel()[0], Options())
+    unchecked = _kernel()[0]
+    unchecked.checked = False
+    spy.run(unchecked, Options(checks_per_run=True))
+    assert ran == []
+    spy.run(_kernel()[0], Options(checks_per_run=True))
     assert len(ran) == 1
 
 
