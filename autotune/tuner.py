@@ -111,7 +111,8 @@ class Tuned:
             self.configs_file.require(kernel)
         self.results: dict[tuple[str, str], Result] = {}      # (device, key text) -> the outcome, for export
         self._best: dict[tuple, Config] = {}
-        self._chosen: dict[tuple, Config] = {}     # (device, key of the arguments) -> config, for repeat calls
+        # (device, key of the arguments) -> the launch of its config, ready for repeat calls
+        self._chosen: dict[tuple, Callable] = {}
         self._spaces: dict[Any, Space] = {}
         self._variants: dict[str | None, KernelFunction] = {kernel.fastmath: kernel}
         self._compiled_here: set = set()
@@ -125,14 +126,14 @@ class Tuned:
         dev = self._device(device)
         key = (id(dev), self.key_of(args))
         try:
-            config = self._chosen.get(key)
+            launch = self._chosen.get(key)
         except TypeError:           # a user key that is not hashable: the text form below
-            key, config = None, None
-        if config is None:
-            config = self.best(*args, device=dev)
+            key, launch = None, None
+        if launch is None:
+            launch = self._prepared(self.best(*args, device=dev), len(args))
             if key is not None:
-                self._chosen[key] = config
-        self._launch(config, args, dev)
+                self._chosen[key] = launch
+        launch(args, dev)
 
     def best(self, *args, device: Device | str | None = None) -> Config:
         """The fastest config for these arguments' key on the device: from memory, a loaded config
@@ -383,6 +384,31 @@ class Tuned:
         raise ArgumentValueError("autotune: every config failed", self.kernel.__name__)
 
     # --- launching --------------------------------------------------------------------------
+
+    def _prepared(self, config: Config, n_args: int) -> Callable:
+        """``launch(args, device)`` of ``config`` for calls with ``n_args`` arguments: what
+        `_shape` works out that does not depend on the arguments' values, worked out once (a
+        repeat call of the autotuned launcher then costs about what a plain launch does)."""
+        chosen, names = Chosen(config), self.kernel.signature.names
+        lines = [(i, width) for name, width in config.lines
+                 if width > 1 and (i := names.index(name)) < n_args]
+        values = dict(config.comptime)
+        appended = []
+        while n_args + len(appended) < len(names) and names[n_args + len(appended)] in values:
+            appended.append(values.pop(names[n_args + len(appended)]))
+        appended, named = tuple(appended), values
+        dim = config.dim[0] if config.dim[1:] == (1, 1) else config.dim
+        variant, grid, takes_config = self._variant(config.fastmath), self.grid, self._grid_takes_comptime
+
+        def launch(args: tuple, dev: Device) -> None:
+            count = grid(args, config.dim, chosen) if takes_config else grid(args, config.dim)
+            if lines:
+                args = list(args)
+                for i, width in lines:
+                    a = args[i]
+                    args[i] = LinesArg(a.array if isinstance(a, LinesArg) else a, width)
+            variant[count, dim](*args, *appended, device=dev, **named)
+        return launch
 
     def _launch(self, config: Config, args: tuple, dev: Device) -> None:
         count, dim, full, named, variant = self._shape(config, args)
