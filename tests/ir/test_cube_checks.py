@@ -206,3 +206,33 @@ def test_a_loop_kernel_is_versioned_and_sums_right(rng):
         for v in x[i:i + 16]:
             expected[i] = np.float32(expected[i] + v)
     np.testing.assert_array_equal(out, expected)
+
+
+@cb.kernel
+def neighbours(x: Array[f32], y: Array[f32], out: Mut[Array[f32]], jp: i32):
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i] + x[i + 1] + y[i + 1] + x[i + jp] + x[i + jp + 1] - y[i + jp]
+
+
+def test_the_cube_test_merges_neighbouring_indices_and_the_extents_they_share():
+    x = np.ones(300, np.float32)
+    compiled = neighbours.compile(x, x.copy(), x.copy(), 5, dim=64, device=cb.device("interp", checks_per_cube=True))
+    switch, = _switch(compiled)
+    body = compiled.ir_module.body.ops
+    tests = body[:body.index(switch)]
+    below = [op for op in tests if op.opcode == "lt"]
+    above = [op for op in tests if op.opcode == "ge" and getattr(op.args[1], "value", None) == 0]
+    # x[i], x[i + 1], y[i + 1] under one test, x[i + jp], x[i + jp + 1], y[i + jp] under another,
+    # out[i] alone: 7 upper bounds in 3 compares (9 lower ones, all implied by i, i + jp >= 0)
+    assert len(below) == 3 and len(above) <= 2
+
+
+@pytest.mark.parametrize("name", list(PER_CUBE))
+@pytest.mark.parametrize("nx, ny, jp", [(300, 300, 5), (300, 300, -5), (201, 300, 0), (300, 200, 0),
+                                         (300, 206, 5), (300, 205, 5), (206, 300, 5), (300, 300, -300)])
+def test_merged_neighbour_tests_give_the_per_access_answer(name, nx, ny, jp, rng):
+    args = [rng.standard_normal(nx).astype(np.float32), rng.standard_normal(ny).astype(np.float32),
+            poisoned(200, np.float32), jp]
+    _same(_outcome(neighbours, 4, 64, [a.copy() if isinstance(a, np.ndarray) else a for a in args], "interp"),
+          _outcome(neighbours, 4, 64, args, PER_CUBE[name]()))
