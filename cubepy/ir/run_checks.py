@@ -177,7 +177,6 @@ class _Versioner:
         after = [Op("load_var", (var,), v, {}, (), loc) for var, v in zip(carriers, leaving)]
         return [*moved, *tests, Op("if", (every,), None, {"run_checks": len(tested)}, tuple(sides), loc), *after]
 
-
     def groups(self, tested: list[Op]) -> dict[tuple, _Group]:
         """The indices of ``tested`` by linear form without its constant (one group per array
         axis's neighbourhood: ``x[i - 1]``, ``y[i]``, ``x[i + 1]``)."""
@@ -221,10 +220,10 @@ class _Group:
         itype = self.least.type
         unsigned = itype if not itype.dtype.is_signed else Type(DTYPES_BY_NAME[f"u{itype.dtype.bits}"])
         consts = [e.value for e in self.extents if isinstance(e, Const)]
-        least = [Const(min(consts), _I32)] if consts else []
-        for e in [*least, *(e for e in self.extents if not isinstance(e, Const))]:
-            least = [e] if not least else [emit("min", (least[0], e), _I32)]
-        n = least[0]
+        n = Const(min(consts), _I32) if consts else None
+        for e in self.extents:
+            if not isinstance(e, Const):
+                n = e if n is None else emit("min", (n, e), _I32)
         if isinstance(n, Const):
             bound = Const(max(n.value - spread, 0), unsigned)
         elif spread == 0:
