@@ -140,7 +140,7 @@ class CpuBackend(Backend):
             plane_dim=plane_dim, plane_size_min=plane_dim, plane_size_max=plane_dim, max_units_per_cube=1024,
             max_cube_dim=(1024, 1024, 64), max_cube_count=(2**31 - 1, 65535, 65535),
             shared_memory_per_cube=65536, vector_widths=(1, 2, 4, 8, 16), compute_units=threads,
-            features=frozenset(features), checks_per_cube=True, guards_per_cube=True)
+            features=frozenset(features), checks_per_cube=True, guards_per_cube=True, checks_per_run=True)
         self._opt_levels[props] = opt_level
         return props
 

@@ -35,7 +35,8 @@ class DeviceProperties:
     # well: where masked loads and stores cost (the CPU), not where a compare is free (GPUs)
     guards_per_cube: bool = False
     # checked loads whose indices come from memory tested once per unit before a run of code that
-    # holds them (cubepy.ir.run_checks): CUDA and HIP, for the same reason as checks_per_cube
+    # holds them (cubepy.ir.run_checks): CUDA, HIP and the CPU, for the same reasons as
+    # checks_per_cube
     checks_per_run: bool = False
 
     def supports(self, feature: str) -> bool:
