@@ -112,7 +112,7 @@ class Tuned:
         self.results: dict[tuple[str, str], Result] = {}      # (device, key text) -> the outcome, for export
         self._best: dict[tuple, Config] = {}
         # (device, key of the arguments) -> the launch of its config, ready for repeat calls
-        self._chosen: dict[tuple, Callable] = {}
+        self._chosen: dict[tuple, _Launch] = {}
         self._spaces: dict[Any, Space] = {}
         self._variants: dict[str | None, KernelFunction] = {kernel.fastmath: kernel}
         self._compiled_here: set = set()
@@ -385,51 +385,19 @@ class Tuned:
 
     # --- launching --------------------------------------------------------------------------
 
-    def _prepared(self, config: Config, n_args: int) -> Callable:
-        """``launch(args, device)`` of ``config`` for calls with ``n_args`` arguments: what
-        `_shape` works out that does not depend on the arguments' values, worked out once (a
-        repeat call of the autotuned launcher then costs about what a plain launch does)."""
-        chosen, names = Chosen(config), self.kernel.signature.names
-        lines = [(i, width) for name, width in config.lines
-                 if width > 1 and (i := names.index(name)) < n_args]
-        values = dict(config.comptime)
-        appended = []
-        while n_args + len(appended) < len(names) and names[n_args + len(appended)] in values:
-            appended.append(values.pop(names[n_args + len(appended)]))
-        appended, named = tuple(appended), values
-        dim = config.dim[0] if config.dim[1:] == (1, 1) else config.dim
-        variant, grid, takes_config = self._variant(config.fastmath), self.grid, self._grid_takes_comptime
-
-        def launch(args: tuple, dev: Device) -> None:
-            count = grid(args, config.dim, chosen) if takes_config else grid(args, config.dim)
-            if lines:
-                args = list(args)
-                for i, width in lines:
-                    a = args[i]
-                    args[i] = LinesArg(a.array if isinstance(a, LinesArg) else a, width)
-            variant[count, dim](*args, *appended, device=dev, **named)
-        return launch
+    def _prepared(self, config: Config, n_args: int) -> _Launch:
+        """The launch of ``config`` for calls with ``n_args`` arguments, with what does not depend
+        on the arguments' values worked out once (a repeat call of the autotuned launcher then
+        costs about what a plain launch does)."""
+        return _Launch(config, n_args, self.kernel.signature.names, self._variant(config.fastmath), self.grid,
+                       self._grid_takes_comptime)
 
     def _launch(self, config: Config, args: tuple, dev: Device) -> None:
-        count, dim, full, named, variant = self._shape(config, args)
-        variant[count, dim](*full, device=dev, **named)
+        self._prepared(config, len(args))(args, dev)
 
     def _shape(self, config: Config, args: tuple) -> tuple:
         """``(count, dim, positional arguments, named arguments, kernel)`` of a launch of ``config``."""
-        chosen = Chosen(config)
-        count = self.grid(args, config.dim, chosen) if self._grid_takes_comptime else self.grid(args, config.dim)
-        names, full = self.kernel.signature.names, list(args)
-        for name, width in config.lines:
-            i = names.index(name)
-            if i < len(full) and width > 1:
-                full[i] = LinesArg(full[i].array if isinstance(full[i], LinesArg) else full[i], width)
-        # Tuned Comptime values go after the caller's arguments, by position where they follow them
-        # directly, so that the kernel's launcher (and its warm path) serves repeated launches.
-        values = dict(config.comptime)
-        while len(full) < len(names) and names[len(full)] in values:
-            full.append(values.pop(names[len(full)]))
-        dim = config.dim[0] if config.dim[1:] == (1, 1) else config.dim
-        return count, dim, tuple(full), values, self._variant(config.fastmath)
+        return self._prepared(config, len(args)).shape(args)
 
     def _variant(self, fastmath: str | None) -> KernelFunction:
         """The kernel compiled with another ``fastmath`` mode (the same source)."""
@@ -484,6 +452,41 @@ class Tuned:
         if device is None:
             return current_device()
         return get_device(device) if isinstance(device, str) else device
+
+
+class _Launch:
+    """``launch(args, device)``: ``config`` launched on arguments like the ones it was made for.
+    Lines widths wrap their arrays; tuned Comptime values go after the caller's arguments, by
+    position where they follow them directly (so that the kernel's launcher, and its warm path,
+    serves repeated launches), by name otherwise."""
+
+    __slots__ = ("config", "chosen", "lines", "appended", "named", "dim", "variant", "grid", "takes_config")
+
+    def __init__(self, config: Config, n_args: int, names: list[str], variant: KernelFunction, grid,
+                 takes_config: bool):
+        self.config, self.chosen, self.variant, self.grid = config, Chosen(config), variant, grid
+        self.takes_config = takes_config
+        self.lines = [(i, width) for name, width in config.lines if width > 1 and (i := names.index(name)) < n_args]
+        values, appended = dict(config.comptime), []
+        while n_args + len(appended) < len(names) and names[n_args + len(appended)] in values:
+            appended.append(values.pop(names[n_args + len(appended)]))
+        self.appended, self.named = tuple(appended), values
+        self.dim = config.dim[0] if config.dim[1:] == (1, 1) else config.dim
+
+    def shape(self, args: tuple) -> tuple:
+        """``(count, dim, positional arguments, named arguments, kernel)``."""
+        dim = self.config.dim
+        count = self.grid(args, dim, self.chosen) if self.takes_config else self.grid(args, dim)
+        if self.lines:
+            args = list(args)
+            for i, width in self.lines:
+                a = args[i]
+                args[i] = LinesArg(a.array if isinstance(a, LinesArg) else a, width)
+        return count, self.dim, (*args, *self.appended), self.named, self.variant
+
+    def __call__(self, args: tuple, dev: Device) -> None:
+        count, dim, full, named, variant = self.shape(args)
+        variant[count, dim](*full, device=dev, **named)
 
 
 class ReferenceFailed(CubeError):

@@ -127,7 +127,8 @@ def test_bad_spaces_and_budgets_name_the_problem():
 
 
 @pytest.mark.filterwarnings("ignore::cubepy.TransferWarning")
-def test_a_search_over_lines_and_fastmath_on_a_real_kernel_stays_within_its_budget(rng):
+def test_a_search_over_lines_and_fastmath_on_a_real_kernel_stays_within_its_budget(rng, monkeypatch, tmp_path):
+    monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path))        # a second run must measure again, not resume
     x = rng.standard_normal(4096).astype(np.float32)
     y = rng.standard_normal(4096).astype(np.float32)
     y0 = y.copy()
