@@ -84,7 +84,7 @@ class GangChoiceMixin:
 
         def accesses(op: Op, in_loop: bool) -> bool:
             if in_loop and op.opcode in ("load", "store"):
-                n = op.args[0].ndim if op.args[0].shape is None else len(op.args[0].shape)
+                n = op.args[0].rank
                 idx = [sh(a) for a in op.args[1:1 + n]]
                 if idx[-1] == VARY or any(x != UNI for x in idx[:-1]):
                     return False

@@ -304,7 +304,7 @@ class _Prover:
 
     def mark(self, op: Op, scope: _Scope) -> None:
         buf = op.args[0]
-        ndim = buf.ndim if buf.shape is None else len(buf.shape)
+        ndim = buf.rank
         proven, nonneg = [], []
         for dim, index in enumerate(op.args[1:1 + ndim]):
             facts = self.facts(index, scope)

@@ -253,7 +253,7 @@ class _Analysis:
 
     def _access(self, op: Op, scope: _Scope) -> None:
         buf = op.args[0]
-        ndim = buf.ndim if buf.shape is None else len(buf.shape)
+        ndim = buf.rank
         proven = op.attrs.get("proven", ())
         dims = [dim for dim, index in enumerate(op.args[1:1 + ndim])
                 if dim not in proven and _i32(index.type) and self.known(index)]

@@ -112,6 +112,11 @@ class Buffer:
     param_index: int | None = None     # position among the kernel's runtime parameters
     id: int = field(default_factory=lambda: next(_ids))
 
+    @property
+    def rank(self) -> int:
+        """How many indices an access takes: the static shape's length, else ``ndim``."""
+        return self.ndim if self.shape is None else len(self.shape)
+
     def __repr__(self) -> str:
         return f"@{self.name}"
 

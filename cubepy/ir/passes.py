@@ -36,22 +36,18 @@ def _lower_block(kernel: Kernel, block: Block, extents: dict, entry: list) -> No
             _lower_block(kernel, b, extents, entry)
         if not (op.opcode in _CHECKED and op.attrs.get("checked")):
             new_ops.append(op)
-        elif len(op.attrs.get("proven", ())) == _rank(op.args[0]):
+        elif len(op.attrs.get("proven", ())) == op.args[0].rank:
             new_ops.extend(unchecked_access(op))
         else:
             new_ops.extend(_guard(kernel, op, extents, entry))
     block.ops = new_ops
 
 
-def _rank(buf) -> int:
-    return buf.ndim if buf.shape is None else len(buf.shape)
-
-
 def unchecked_access(op: Op) -> list[Op]:
     """``op`` without its check, for an access known in bounds: the wide indices narrowed (they
     fit), then the access."""
     out, args = [], list(op.args)
-    for k in range(1, 1 + _rank(op.args[0])):
+    for k in range(1, 1 + op.args[0].rank):
         if args[k].type != Type(INDEX):
             narrowed = Value(Type(INDEX))
             out.append(Op("cast", (args[k],), narrowed, {}, (), op.loc))
@@ -61,6 +57,8 @@ def unchecked_access(op: Op) -> list[Op]:
 
 
 def extent_value(buf, dim: int, extents: dict, entry: list, loc) -> Value:
+    """The extent of ``buf`` along ``dim``: a constant for a static shape, else the value of a
+    ``shape`` op (one per array axis, kept in ``extents``, made in ``entry`` at the kernel's top)."""
     if buf.shape is not None:
         return Const(buf.shape[dim], Type(INDEX))
     key = (buf.id, dim)
@@ -71,11 +69,11 @@ def extent_value(buf, dim: int, extents: dict, entry: list, loc) -> Value:
     return extents[key]
 
 
-def in_bounds_test(op: Op, known_extents: dict, entry: list, emit, narrowed_ops: list):
+def _in_bounds(op: Op, known_extents: dict, entry: list, emit, narrowed_ops: list):
     """The test that ``op``'s indices lie in bounds (None if every one is proven), its extents, and
     its indices narrowed to i32 (the casts appended to ``narrowed_ops``)."""
     buf = op.args[0]
-    ndim = _rank(buf)
+    ndim = buf.rank
     extents, narrow, ok = [], [], None
     proven, nonneg = op.attrs.get("proven", ()), op.attrs.get("nonneg", ())
     for dim, index in enumerate(op.args[1:1 + ndim]):
@@ -116,10 +114,10 @@ def _report(op: Op, extents: list) -> Op:
 
 def _guard(kernel: Kernel, op: Op, known_extents: dict, entry: list) -> list[Op]:
     buf = op.args[0]
-    ndim = _rank(buf)
+    ndim = buf.rank
     out: list[Op] = []
     then_ops: list[Op] = []
-    ok, extents, narrow = in_bounds_test(op, known_extents, entry, emitter(out, op.loc), then_ops)
+    ok, extents, narrow = _in_bounds(op, known_extents, entry, emitter(out, op.loc), then_ops)
     args = (buf, *narrow, *op.args[1 + ndim:])
     unchecked = Op(op.opcode, args, None, {**op.attrs, "checked": False}, (), op.loc)
     report = _report(op, extents)

@@ -55,7 +55,7 @@ def _checked_load(op: Op) -> bool:
     if op.opcode != "load" or not op.attrs.get("checked"):
         return False
     buf = op.args[0]
-    return len(op.attrs.get("proven", ())) < (buf.ndim if buf.shape is None else len(buf.shape))
+    return len(op.attrs.get("proven", ())) < buf.rank
 
 
 def _ends_run(op: Op) -> bool:
@@ -183,7 +183,7 @@ class _Versioner:
         groups: dict[tuple, _Group] = {}
         for op in tested:
             buf, proven = op.args[0], op.attrs.get("proven", ())
-            for dim, index in enumerate(op.args[1:1 + (buf.ndim if buf.shape is None else len(buf.shape))]):
+            for dim, index in enumerate(op.args[1:1 + buf.rank]):
                 if dim in proven:
                     continue
                 terms, offset = self.forms.of(index)

@@ -88,17 +88,14 @@ def _check_types(op: Op, fail) -> None:
         buf, value = args[0], args[-1]
         if value.type != buf.type:
             fail(op, f"storing {value.type} into buffer of {buf.type}")
-        if len(args) - 2 != _ndim(buf):
+        if len(args) - 2 != buf.rank:
             fail(op, "index count differs from the buffer's rank")
     elif code == "load":
         if res.type != args[0].type:
             fail(op, "load type differs from the buffer's element type")
-        if len(args) - 1 != _ndim(args[0]):
+        if len(args) - 1 != args[0].rank:
             fail(op, "index count differs from the buffer's rank")
     elif code in ("if",):
         if not args[0].type.dtype.is_bool or args[0].type.width != 1:
             fail(op, "condition must be a scalar bool")
 
-
-def _ndim(buf: Buffer) -> int:
-    return buf.ndim if buf.shape is None else len(buf.shape)
