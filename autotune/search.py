@@ -13,8 +13,12 @@ spent; a config evaluated before costs nothing. Strategies:
   when the best two are expanded, a new population of random jumps of two or three axes from
   the best configs (random configs where those run out), until the budget ends or, without a
   budget, a restart finds nothing better.
+- ``bayes``: Bayesian optimisation (`bayes.py`): a Gaussian process on the log times over the
+  configs' positions, batches by expected improvement.
 - ``auto``: exhaustive when the space fits the evaluation budget (or has at most 64 configs),
-  else pattern.
+  else bayes up to 2,048 configs (where the model ranks every unseen config each round), else
+  pattern. On measured landscapes of 1,200 configs bayes reached 2% of the best in 10% of the
+  evaluations where pattern search did not; on the synthetic space of 36,960, pattern did better.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import random
 import time
 from collections.abc import Callable
 
+from .bayes import POOL as BAYES_POOL
+from .bayes import bayes
 from .space import Config, Space
 
 Objective = Callable[[list[Config]], list[float]]
@@ -171,15 +177,18 @@ def _sample(space: Space, rng: random.Random, count: int, seen: dict) -> list[Co
     return list(out)
 
 
-STRATEGIES: dict[str, Callable] = {"exhaustive": exhaustive, "random": random_sampling, "pattern": pattern}
+STRATEGIES: dict[str, Callable] = {"exhaustive": exhaustive, "random": random_sampling, "pattern": pattern,
+                                   "bayes": bayes}
 
 
 def choose(name: str, space: Space, budget: Budget, kernel_name: str) -> Callable:
     """The strategy function for ``name`` (``auto`` picks one for the space and budget)."""
     if name == "auto":
         fits = budget.max_evals is None or len(space) <= budget.max_evals
-        name = "exhaustive" if len(space) <= 64 or (fits and budget.max_seconds is None and len(space) <= 256) \
-            else "pattern"
+        if len(space) <= 64 or (fits and budget.max_seconds is None and len(space) <= 256):
+            name = "exhaustive"
+        else:     # the model ranks every unseen config of a space this size; pattern search scales
+            name = "bayes" if len(space) <= BAYES_POOL else "pattern"
     found = STRATEGIES.get(name)
     if found is None:
         raise ValueError(f"autotune '{kernel_name}': unknown strategy {name!r}; choose one of auto, "

@@ -9,9 +9,10 @@ Parts (``--parts``, default all):
   optimum), each strategy at budgets of 1%, 5% and 10% of the space (and pattern search without
   a budget), ``--seeds`` seeds each: how often the best found is within 2% of the optimum.
 - ``real``: `kernels.polyval` over 1,200 configs (cube size x per_unit x unroll x Line width x
-  fastmath), measured exhaustively on the device; then every strategy replayed on those measured
-  times (``--seeds`` seeds), and one live pattern search with 10% of the evaluations, its choice
-  scored by the exhaustive times.
+  fastmath), measured exhaustively on the device (or read from an earlier run's JSON, ``--table``);
+  then every strategy replayed on those measured times (``--seeds`` seeds), and a live pattern and
+  a live Bayesian search with 10% of the evaluations each, their choices timed side by side with
+  the exhaustive best.
 - ``repeat``: ten tunings in a row, each with an empty tuning cache, of `kernels.busy_copy` (costs
   3x and more apart) and of a polyval space of 16 configs: the picks, and the gap between the two
   best configs of each run.
@@ -46,13 +47,15 @@ from . import synthetic
 from .kernels import busy_copy, one_per_unit, polyval, polyval_grid, polyval_space
 
 FRACTIONS = (0.01, 0.05, 0.10)
+LIVE = ("pattern", "bayes")          # the strategies searched live in part real
 
 
 def replay(space: Space, table: dict, seeds: int) -> list[dict]:
     """Each strategy and budget over ``table`` (config -> ms), ``seeds`` times."""
     best = min(v for v in table.values() if v < float("inf"))
     rows = []
-    plans = [("random", f) for f in FRACTIONS] + [("pattern", f) for f in FRACTIONS] + [("pattern", None)]
+    plans = [(strategy, f) for strategy in ("random", "pattern", "bayes") for f in FRACTIONS] + \
+        [("pattern", None), ("bayes", None)]
     for strategy, fraction in plans:
         budget = None if fraction is None else max(1, int(len(space) * fraction))
         gaps, evals = [], []
@@ -88,36 +91,45 @@ def part_real(args, dev) -> dict:
     x = rng.random(args.n).astype(np.float32) * 2 - 1
     y = np.zeros_like(x)
     options = polyval_space(dev.properties, quick=args.quick)
-    began = time.perf_counter()
     exhaustive = autotune(polyval, polyval_grid, strategy="exhaustive", **options)
-    full = exhaustive.tune(x, y, device=dev)
-    wall = time.perf_counter() - began
     space = exhaustive.space(dev)
     by_label = {c.label: c for c in space.configs}
-    table = {by_label[label]: ms for label, ms in full.times.items()}
-    best_label = min(full.times, key=full.times.get)
-    # A live search with a tenth of the evaluations, measuring anew (its own tuning cache).
-    with tempfile.TemporaryDirectory() as fresh:
-        live = autotune(polyval, polyval_grid, strategy="pattern", max_evals=len(space) // 10, seed=1, **options)
-        live_result = _with_tuning_cache(fresh, lambda: live.tune(x, y, device=dev))
-    # Both choices timed again side by side: the exhaustive best is the minimum of 1,200 noisy
-    # times (biased low), and the machine's speed drifts between the two searches.
+    began = time.perf_counter()
+    if args.table:            # an earlier exhaustive measurement (same device kind, same n)
+        with open(args.table) as f:
+            earlier = json.load(f)
+        times, compiles, rejected, failed = earlier["real"]["exhaustive_times_ms"], "(from --table)", 0, 0
+    else:
+        full = exhaustive.tune(x, y, device=dev)
+        times, compiles, rejected, failed = dict(full.times), full.compiles, len(full.rejected), len(full.failed)
+    wall = time.perf_counter() - began
+    table = {by_label[label]: ms for label, ms in times.items()}
+    best_label = min(times, key=times.get)
+    # Live searches with a tenth of the evaluations, measuring anew (each its own tuning cache).
+    live = {}
+    for strategy in LIVE:
+        with tempfile.TemporaryDirectory() as fresh:
+            tuner = autotune(polyval, polyval_grid, strategy=strategy, max_evals=len(space) // 10, seed=1, **options)
+            live[strategy] = _with_tuning_cache(fresh, lambda: tuner.tune(x, y, device=dev))
+    # The choices timed again side by side with the exhaustive best: the exhaustive best is the
+    # minimum of 1,200 noisy times (biased low), and the machine's speed drifts between searches.
     x_dev, y_dev = cb.preload(x, device=dev), cb.preload_mut(y, device=dev)
-    side = [by_label[best_label], live_result.config]
+    side = [by_label[best_label], *(r.config for r in live.values())]
     again = time_interleaved([lambda c=c: exhaustive.run(c, x_dev, y_dev, device=dev) for c in side], dev,
                              Measure(), rounds=21)
     return {"kernel": "polyval", "n": args.n, "configs": len(space), "exhaustive_seconds": wall,
-            "exhaustive_best": best_label, "exhaustive_best_ms": full.times[best_label],
-            "rejected": len(full.rejected), "failed": len(full.failed), "exhaustive_compiles": full.compiles,
+            "table_from": args.table, "exhaustive_best": best_label, "exhaustive_best_ms": times[best_label],
+            "rejected": rejected, "failed": failed, "exhaustive_compiles": compiles,
             "replay": replay(space, table, args.seeds),
-            "exhaustive_times_ms": dict(full.times),      # the measured table, to replay strategies offline
-            "live_pattern": {"evaluations": live_result.evaluations, "seconds": live_result.seconds,
-                             "chosen": live_result.config.label, "chosen_ms_live": live_result.ms,
-                             "chosen_ms_exhaustive": full.times.get(live_result.config.label),
-                             "gap_vs_exhaustive_best": full.times.get(live_result.config.label, float("nan")) /
-                             full.times[best_label] - 1, "compiles": live_result.compiles,
-                             "side_by_side_ms": {"exhaustive best": again[0].ms, "live choice": again[1].ms},
-                             "side_by_side_gap": again[1].ms / again[0].ms - 1}}
+            "exhaustive_times_ms": times,      # the measured table, to replay strategies offline
+            "side_by_side_best_ms": again[0].ms,
+            "live": {strategy: {"evaluations": r.evaluations, "seconds": r.seconds, "chosen": r.config.label,
+                                "chosen_ms_live": r.ms, "chosen_ms_exhaustive": times.get(r.config.label),
+                                "gap_vs_exhaustive_best":
+                                    times.get(r.config.label, float("nan")) / times[best_label] - 1,
+                                "compiles": r.compiles, "side_by_side_ms": again[i + 1].ms,
+                                "side_by_side_gap": again[i + 1].ms / again[0].ms - 1}
+                     for i, (strategy, r) in enumerate(live.items())}}
 
 
 def _with_tuning_cache(folder: str, action):
@@ -214,6 +226,8 @@ def main(argv=None) -> int:
     parser.add_argument("--parts", default="synthetic,repeat,compiles,real")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     parser.add_argument("--quick", action="store_true", help="16 configs in the real part: to check that it runs")
+    parser.add_argument("--table", default=None, help="part real: replay and compare with the exhaustive times of "
+                                                      "this earlier --out JSON instead of measuring them again")
     args = parser.parse_args(argv)
     dev = cb.device("cpu", threads=args.threads) if args.device == "cpu" else cb.device(args.device)
     os.environ.setdefault("CUBEPY_CACHE_DIR", tempfile.mkdtemp(prefix="cubepy-autotune-bench-"))
@@ -241,10 +255,10 @@ def report(name: str, data: dict) -> str:
         lines += [f"polyval, {data['configs']} configs, exhaustive in {data['exhaustive_seconds']:.1f} s: best "
                   f"{data['exhaustive_best']} at {data['exhaustive_best_ms']:.4f} ms ({data['rejected']} rejected, "
                   f"{data['failed']} failed; {data['exhaustive_compiles']})", *_rows(data["replay"])]
-        live = data["live_pattern"]
-        lines.append(f"live pattern search, {live['evaluations']} evaluations in {live['seconds']:.1f} s: "
-                     f"{live['chosen']}, {live['gap_vs_exhaustive_best'] * 100:+.2f}% vs the exhaustive best by the "
-                     f"exhaustive times, {live['side_by_side_gap'] * 100:+.2f}% timed side by side")
+        for strategy, live in data["live"].items():
+            lines.append(f"live {strategy} search, {live['evaluations']} evaluations in {live['seconds']:.1f} s: "
+                         f"{live['chosen']}, {live['gap_vs_exhaustive_best'] * 100:+.2f}% vs the exhaustive best by "
+                         f"the exhaustive times, {live['side_by_side_gap'] * 100:+.2f}% timed side by side")
     elif name == "repeat":
         for case, entry in data.items():
             lines.append(f"{case}: same pick 10/10: {entry['same_pick_every_time']} ({entry['picks'][0]}; "
