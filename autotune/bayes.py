@@ -113,7 +113,8 @@ def _next_batch(space: Space, positions: np.ndarray, values: dict[Config, float]
             first_gain = float(gain[j]) * scale
         picks.append(j)
         # The believer's update: a measurement at j equal to its prediction leaves the mean as it
-        # is and removes the variance explained by j.
+        # is and removes the variance explained by j (given the measured configs; the picks of one
+        # batch are not conditioned on each other, a cheap approximation).
         cov = _gram(cand, cand[j:j + 1], length)[:, 0] - v.T @ v[:, j]
         var = np.maximum(var - cov * cov / (var[j] + noise), 1e-12)
     return [candidates[j] for j in picks], first_gain
