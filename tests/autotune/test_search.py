@@ -51,7 +51,7 @@ def test_bayes_gets_within_2_percent_in_a_tenth_of_the_evaluations_of_measured_l
         assert min(found.values.values()) <= best * 1.02, f"{table}, seed {seed}"
 
 
-def test_bayes_is_seeded_and_stops_without_a_budget(landscape):
+def test_bayes_is_seeded_and_stops_without_a_budget():
     sp, times = measured.load("polyval-h200-n8388608")
     one, two = search("bayes", sp, times, seed=4, max_evals=40), search("bayes", sp, times, seed=4, max_evals=40)
     assert list(one.values) == list(two.values)
