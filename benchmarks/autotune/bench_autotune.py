@@ -8,6 +8,8 @@ Parts (``--parts``, default all):
 - ``synthetic``: the deterministic cost model of `synthetic` (36,960 and 5,400 configs, known
   optimum), each strategy at budgets of 1%, 5% and 10% of the space (and pattern search without
   a budget), ``--seeds`` seeds each: how often the best found is within 2% of the optimum.
+- ``replay``: every strategy replayed on the landscapes measured earlier and kept in ``tables/``
+  (`measured`; the H200's and this project's development CPU's), ``--seeds`` seeds each.
 - ``real``: `kernels.polyval` over 1,200 configs (cube size x per_unit x unroll x Line width x
   fastmath), measured exhaustively on the device (or read from an earlier run's JSON, ``--table``);
   then every strategy replayed on those measured times (``--seeds`` seeds), and a live pattern and
@@ -38,12 +40,12 @@ import time
 import numpy as np
 from cubepy.autotune import STRATEGIES, Budget, Evaluations, Measure, Space, autotune, pool, shapes
 from cubepy.autotune.measure import time_interleaved
-from cubepy.autotune.search import run
+from cubepy.autotune.search import BAYES_POOL, run
 
 import cubepy as cb
 from cubepy import settings
 
-from . import synthetic
+from . import measured, synthetic
 from .kernels import busy_copy, one_per_unit, polyval, polyval_grid, polyval_space
 
 FRACTIONS = (0.01, 0.05, 0.10)
@@ -54,8 +56,10 @@ def replay(space: Space, table: dict, seeds: int) -> list[dict]:
     """Each strategy and budget over ``table`` (config -> ms), ``seeds`` times."""
     best = min(v for v in table.values() if v < float("inf"))
     rows = []
-    plans = [(strategy, f) for strategy in ("random", "pattern", "bayes") for f in FRACTIONS] + \
-        [("pattern", None), ("bayes", None)]
+    # bayes where `auto` would use it (its rounds get slow on the largest spaces)
+    strategies = ("random", "pattern", "bayes") if len(space) <= BAYES_POOL else ("random", "pattern")
+    plans = [(strategy, f) for strategy in strategies for f in FRACTIONS] + \
+        [(strategy, None) for strategy in strategies[1:]]
     for strategy, fraction in plans:
         budget = None if fraction is None else max(1, int(len(space) * fraction))
         gaps, evals = [], []
@@ -83,6 +87,15 @@ def part_synthetic(args) -> dict:
         for model_seed in range(3):
             table = {c: synthetic.cost(c, model_seed) for c in space.configs}
             out[f"{name}/model{model_seed}"] = {"configs": len(space), "rows": replay(space, table, args.seeds)}
+    return out
+
+
+def part_replay(args) -> dict:
+    """Every strategy replayed on the tables measured earlier (`measured`: kept in tables/)."""
+    out = {}
+    for name in measured.names():
+        space, table = measured.load(name)
+        out[name] = {"configs": len(space), "rows": replay(space, table, args.seeds)}
     return out
 
 
@@ -233,7 +246,8 @@ def main(argv=None) -> int:
     os.environ.setdefault("CUBEPY_CACHE_DIR", tempfile.mkdtemp(prefix="cubepy-autotune-bench-"))
     results = {"device": dev.name, "device_name": dev.properties.name, "host": platform.node(),
                "cores": os.cpu_count(), "n": args.n, "date": time.strftime("%Y-%m-%d %H:%M")}
-    parts = {"synthetic": lambda: part_synthetic(args), "real": lambda: part_real(args, dev),
+    parts = {"synthetic": lambda: part_synthetic(args), "replay": lambda: part_replay(args),
+             "real": lambda: part_real(args, dev),
              "repeat": lambda: part_repeat(args, dev), "compiles": lambda: part_compiles(args, dev)}
     for name in args.parts.split(","):
         began = time.perf_counter()
@@ -248,7 +262,7 @@ def main(argv=None) -> int:
 
 def report(name: str, data: dict) -> str:
     lines = [f"== {name}"]
-    if name == "synthetic":
+    if name in ("synthetic", "replay"):
         for space, entry in data.items():
             lines += [f"{space} ({entry['configs']} configs)", *_rows(entry["rows"])]
     elif name == "real":
