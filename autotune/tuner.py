@@ -522,12 +522,13 @@ def autotune(kernel: KernelFunction, grid: Callable, *, key: Callable | None = N
     the device and the kernel's source, else the choice of an earlier search (on-disk cache),
     else searches now: ``strategy`` ``"auto"`` (exhaustive for small spaces, bayes up to 2,048
     configs, else pattern), ``"exhaustive"``, ``"random"``, ``"pattern"`` or ``"bayes"``, within
-    ``max_evals`` configs and ``max_seconds``; ``seed`` fixes the random choices. Candidates are compiled in parallel
-    (``workers`` processes, default one per core; 0 for none) and timed as `cubepy.autotune.measure`
-    says (``reps`` launches per sample, at least ``rounds`` samples, more until the 95% interval
-    of the median is within ``rel_ci``), on copies of the arguments the kernel writes, so the
-    caller's arrays see exactly one launch. The best ``confirm`` configs are then timed again,
-    interleaved, and the fastest of those is chosen. Later calls launch it directly.
+    ``max_evals`` configs and ``max_seconds``; ``seed`` fixes the random choices. Candidates are
+    compiled in parallel (``workers`` processes, default one per core; 0 for none) and timed as
+    `cubepy.autotune.measure` says (``reps`` launches per sample, at least ``rounds`` samples, more
+    until the 95% interval of the median is within ``rel_ci``), on copies of the arguments the
+    kernel writes, so the caller's arrays see exactly one launch. The best ``confirm`` configs are
+    then timed again, interleaved, and the fastest of those is chosen. Later calls launch it
+    directly.
 
     Example::
 
