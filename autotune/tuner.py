@@ -7,7 +7,7 @@ import inspect
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -264,6 +264,7 @@ class Tuned:
         after = cb.compile_stats()
         compiles = {"compiles": after["compiles"] - stats_before["compiles"],
                     "disk_loads": after["disk_loads"] - stats_before["disk_loads"],
+                    "shared_shapes": after["shared_shapes"] - stats_before["shared_shapes"],
                     **{f"worker_{k}": v for k, v in worker_stats.items()}}
         objective.values.update(ok)
         labels = {c.label: c for c in objective.values}
@@ -339,8 +340,33 @@ class Tuned:
         return (lambda: launch(*full, **named)), full
 
     def _precompile(self, todo: list[Config], arguments: Arguments, dev: Device) -> dict[str, int]:
-        """Compile the configs of a batch in worker processes (see `pool`), where that pays."""
+        """Compile the configs of a batch: where the device reads cube extents at run time, one
+        config per group that differs only in CubeDim first, since a shape-generic kernel compiles
+        once for the whole group (`cubepy.runtime.shapes`); then the rest, in worker processes
+        (see `pool`) where that pays."""
         todo = [c for c in todo if (id(dev), c) not in self._compiled_here]
+        if not dev.backend.runtime_cube_dim:
+            return self._compile_in_pool(todo, arguments, dev)
+        groups: dict[Config, list[Config]] = {}
+        for config in todo:
+            groups.setdefault(replace(config, dim=(1, 1, 1)), []).append(config)
+        firsts = [members[0] for members in groups.values()]
+        done = self._compile_in_pool(firsts, arguments, dev)
+        rest = []
+        for members in groups.values():
+            try:
+                count, dim, full, named, variant = self._shape(members[0], arguments.base)
+                generic = variant.compile(*full, dim=dim, device=dev, **named).shape_generic
+            except CubeError:                 # evaluating it reports why
+                generic = False
+            if not generic:
+                rest += members[1:]
+        for name, n in self._compile_in_pool(rest, arguments, dev).items():
+            done[name] = done.get(name, 0) + n
+        return done
+
+    def _compile_in_pool(self, todo: list[Config], arguments: Arguments, dev: Device) -> dict[str, int]:
+        """Compile ``todo`` in worker processes, where that pays."""
         workers = pool.workers_for(len(todo), self.workers)
         if workers < 2 or not pool.compiles_in_workers(dev):
             return {}

@@ -11,6 +11,7 @@
 | tracebacks      | CUBEPY_TRACEBACK     | short: errors show the user's frames and cubepy's entry; full: all |
 | print in kernels | CUBEPY_PRINT        | 1; 0 compiles every kernel's print(...) out                      |
 | print line cap  | CUBEPY_PRINT_LIMIT   | 1000 lines per launch; the rest are counted in a note             |
+| shape-generic   | CUBEPY_SHAPE_GENERIC | 1: one compile for the CubeDims a kernel does not need; 0: one each |
 """
 
 from __future__ import annotations
@@ -72,6 +73,11 @@ def full_tracebacks() -> bool:
 def kernel_prints() -> bool:
     """CUBEPY_PRINT: 0 compiles ``print(...)`` in kernels out (read when a kernel is specialized)."""
     return os.environ.get("CUBEPY_PRINT", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def shape_generic() -> bool:
+    """CUBEPY_SHAPE_GENERIC: 0 compiles every CubeDim on its own (read when a kernel is specialized)."""
+    return os.environ.get("CUBEPY_SHAPE_GENERIC", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def print_limit() -> int:

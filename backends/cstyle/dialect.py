@@ -87,7 +87,7 @@ class Dialect:
 
     name: str
     preamble: str
-    kernel_prefix: str                     # before the kernel's name; {units} is the units per cube
+    kernel_prefix: str                     # before the kernel's name; {shape}: shape_hint, filled in
     device_fn: str                         # qualifier of helper functions
     global_q: str                          # address space of global pointers ("" or "__global ")
     shared_q: str                          # declaration of shared (cube) memory
@@ -163,6 +163,9 @@ class Dialect:
     # qualifier of the out-of-bounds report functions (one per rank, called from every site):
     # inlined like every helper (out of line, nvcc was no faster, docs/design.md)
     report_fn: str = "CB_DEVICE"
+    # the part of kernel_prefix ({shape} there) that states the cube shape: a compile-time CubeDim
+    # only ({units}, {dims}); a shape-generic kernel (cube_dim None) leaves it out
+    shape_hint: str = ""
 
     def with_(self, **changes) -> Dialect:
         return replace(self, **changes)
@@ -172,7 +175,8 @@ CUDA = Dialect(
     name="cuda",
     fp_flags={None: ("--fmad=false",), "algebraic": ("--fmad=true", "--prec-div=false", "--prec-sqrt=false")},
     preamble=_CUDA_PREAMBLE,
-    kernel_prefix='extern "C" __global__ void __launch_bounds__({units})',
+    kernel_prefix='extern "C" __global__ void{shape}',
+    shape_hint=" __launch_bounds__({units})",
     device_fn="CB_DEVICE",
     global_q="",
     shared_q="__shared__ ",
@@ -253,7 +257,8 @@ OPENCL = Dialect(
     strict_fp_pragma="#pragma OPENCL FP_CONTRACT OFF",
     fp_flags={None: (), "algebraic": ("-cl-mad-enable",)},
     preamble=_OPENCL_PREAMBLE,
-    kernel_prefix="__kernel __attribute__((reqd_work_group_size({dims}))) void",
+    kernel_prefix="__kernel{shape} void",
+    shape_hint=" __attribute__((reqd_work_group_size({dims})))",
     device_fn="CB_DEVICE",
     global_q="__global ",
     shared_q="__local ",

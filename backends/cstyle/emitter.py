@@ -24,7 +24,9 @@ class Emitter:
     def __init__(self, kernel: Kernel, dialect: Dialect):
         self.k, self.d = kernel, dialect
         self.P = kernel.plane_dim
-        self.units = math.prod(kernel.cube_dim)
+        # units per cube: a number, or in a shape-generic kernel (cube_dim None) an expression
+        self.units = math.prod(kernel.cube_dim) if kernel.cube_dim is not None else "(" + " * ".join(
+            dialect.builtins.get(f"cube_dim_{a}", "") for a in "xyz") + ")"
         self.names: dict = {}                   # IR ids (and ("param", index)) -> names in the source
         self.values_named = 0       # values are numbered per kernel, so equal kernels render equal text
         self.extents: dict[tuple[int, int], str] = {}    # (array id, axis) -> the extent's expression
@@ -50,8 +52,8 @@ class Emitter:
         return self._assemble()
 
     def _header(self) -> str:
-        k = self.k
-        return f"// cubepy kernel '{k.name}': cube_dim={k.cube_dim} plane_dim={self.P} dialect={self.d.name}"
+        k, dims = self.k, self.k.cube_dim or "runtime"
+        return f"// cubepy kernel '{k.name}': cube_dim={dims} plane_dim={self.P} dialect={self.d.name}"
 
     def _line(self, s: str) -> None:
         self.body.append("  " * self.depth + s)

@@ -53,7 +53,7 @@ class Rendered:
     source: str
     args: list[ArgSlot]
     sites: list[OOBSite]
-    units: int
+    units: int | str                   # units per cube: a number, or a C expression (shape-generic)
     plane_dim: int
     dynamic_shared_bytes: int
     alignments: dict[int, int] = field(default_factory=dict)   # param index -> byte alignment needed

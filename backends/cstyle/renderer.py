@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from cubepy.ir.nodes import Buffer, Kernel, Op, ScalarParam, walk
-from cubepy.ir.types import DTYPES_BY_NAME, u64
+from cubepy.ir.types import DTYPES_BY_NAME, RUNTIME_CUBE_UNITS, u64
 
 from .arith import Arithmetic
 from .control import ControlFlow
@@ -123,13 +123,14 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
         if not self.plane_state:
             return
         unit_q = "volatile " if self.opaque_loops else "const "
-        dx, dy, _ = self.k.cube_dim
         b = d.builtins
+        dx, dy, _ = self.k.cube_dim or (b["cube_dim_x"], b["cube_dim_y"], None)
         self._line(f"{unit_q}int cb_lin = {b['unit_pos_x']} + {dx} * ({b['unit_pos_y']} + {dy} * {b['unit_pos_z']});")
         self._line(f"{unit_q}int cb_lane = cb_lin & {P - 1};")
         if d.plane_mode != "shuffle":
-            self._line(f"{d.shared_q}{self._c(u64)} cb_plane_scratch[{self.units}];")
-        elif self.units % P == 0:
+            most = self.units if self.k.cube_dim is not None else RUNTIME_CUBE_UNITS
+            self._line(f"{d.shared_q}{self._c(u64)} cb_plane_scratch[{most}];")
+        elif isinstance(self.units, int) and self.units % P == 0:
             self._line(f"const {M} cb_pmask = {self.full_mask};")
         else:
             self._line(f"const int cb_plane_n = {self.units} - (cb_lin - cb_lane);")
@@ -138,8 +139,9 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
     def _assemble(self) -> Rendered:
         """The source: the header, pragmas and preamble, struct types, helpers, then the kernel."""
         k, d = self.k, self.d
-        dims = ", ".join(str(x) for x in k.cube_dim)
-        head = d.kernel_prefix.format(units=self.units, dims=dims)
+        shape = "" if k.cube_dim is None else d.shape_hint.format(
+            units=self.units, dims=", ".join(str(x) for x in k.cube_dim))
+        head = d.kernel_prefix.format(shape=shape)
         sig = f"{head} {self.entry}(\n    " + ",\n    ".join(self.params) + ")"
         strict = (d.strict_fp_pragma,) if d.strict_fp_pragma and not k.fastmath else ()
         parts = [self._header(), "\n".join([*(d.type_pragmas[n] for n in sorted(self.needs) if n in d.type_pragmas),

@@ -31,6 +31,7 @@ from cubepy.errors import (
     ToolchainError,
 )
 from cubepy.ir.nodes import Kernel
+from cubepy.ir.types import RUNTIME_CUBE_UNITS
 from cubepy.runtime import dlpack
 from cubepy.runtime.backend import DirectLauncher
 from cubepy.runtime.device_arrays import (
@@ -100,6 +101,13 @@ class CudaBackend(DeviceBackend):
     device_array_platforms = frozenset({"cuda"})
     takes_streams = True
     disk_cached = True
+    runtime_cube_dim = True
+
+    def units_limit(self, executable: Executable) -> int:
+        # a shape-generic kernel has no __launch_bounds__: its registers may allow fewer than 1024 threads
+        drv = _cupy().cuda.driver
+        most = drv.funcGetAttribute(drv.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, executable.function.ptr)
+        return min(int(most), RUNTIME_CUBE_UNITS)
 
     def __init__(self):
         self._devices: dict[DeviceProperties, int] = {}

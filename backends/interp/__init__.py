@@ -25,6 +25,7 @@ def __getattr__(name: str):
 class InterpBackend(Backend):
     name = "interp"
     preference = 90            # the reference semantics, slow: only when nothing else loads
+    runtime_cube_dim = True    # reads every builtin at run time
 
     def probe(self, plane_dim=32, races=False, checks_per_cube=False, guards_per_cube=False,
               checks_per_run=False, **_) -> DeviceProperties:

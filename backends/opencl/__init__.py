@@ -41,7 +41,8 @@ from cubepy.errors import (
     OutOfBoundsError,
     ToolchainError,
 )
-from cubepy.ir.nodes import Buffer, Kernel
+from cubepy.ir.nodes import PLANE_OPS, Buffer, Kernel, walk
+from cubepy.ir.types import RUNTIME_CUBE_UNITS
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.device_host import DeviceBackend
 from cubepy.runtime.disk_cache import DiskCache
@@ -155,6 +156,18 @@ class OpenCLBackend(DeviceBackend):
     preference = 20
     device_array_platforms = frozenset({"opencl"})
     takes_streams = True
+    runtime_cube_dim = True
+
+    def accepts_shape_generic(self, kernel: Kernel, properties: DeviceProperties) -> bool:
+        # a sub-group's size may depend on the work-group's, and the emulation's scratch on its units
+        return not any(op.opcode in PLANE_OPS or op.opcode == "builtin" and op.attrs["name"] == "unit_pos_plane"
+                       for op in walk(kernel.body))
+
+    def units_limit(self, executable: Executable) -> int:
+        cl = _cl()
+        most = executable.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                                     executable.state.cl_device)
+        return min(int(most), RUNTIME_CUBE_UNITS)
 
     def __init__(self):
         self._states: dict[DeviceProperties, _DeviceState] = {}

@@ -19,8 +19,9 @@ Parts (``--parts``, default all):
   3x and more apart) and of a polyval space of 16 configs: the picks, and the gap between the two
   best configs of each run.
 - ``compiles``: one cube shape of polyval compiled, eight compiled one after another, and eight
-  compiled by the tuner's worker pool and then loaded from the disk cache (each into an empty
-  compile cache): wall time and compile counts.
+  compiled by the tuner's worker pool and then loaded from the disk cache, all per shape
+  (``shape_generic=False``); then eight shapes shape-generic, compiled in this process and tuned
+  (each into an empty compile cache): wall time and compile counts.
 
 The table is printed; ``--out`` gets everything as JSON. On the CPU the device has one thread
 (``--threads``): a launch split over threads waits for the slowest, which other processes on a
@@ -192,31 +193,41 @@ def part_repeat(args, dev) -> dict:
 
 
 def part_compiles(args, dev) -> dict:
-    """One compile, eight cube shapes compiled one after another, and the same eight compiled by the
-    tuner's worker pool then loaded by this process; each into an empty compile cache and with
-    per_unit values no other part compiles (so nothing is in memory either)."""
+    """Eight cube shapes of polyval: compiled per shape (one, eight one after another, eight by the
+    tuner's worker pool then loaded by this process), and shape-generic (eight compiled in this
+    process, and a whole tuning over them); each into an empty compile cache and with per_unit
+    values no other case compiles (so nothing is in memory either)."""
     x = np.random.default_rng(2).random(1 << 16).astype(np.float32)
     y = np.zeros_like(x)
     shapes8 = [8, 16, 32, 64, 128, 256, 512, 1024]
-    cases = [("one shape, in this process", [64], 3, False), ("eight shapes, in this process", shapes8, 5, False),
-             ("eight shapes, worker pool (started now)", shapes8, 6, True),
-             ("eight shapes, worker pool (running)", shapes8, 7, True)]
+    per_shape = cb.device(dev.backend_name, **{**dev.options, "shape_generic": False})
+    cases = [("one shape, in this process", [64], 3, "compile", per_shape),
+             ("eight shapes, in this process", shapes8, 5, "compile", per_shape),
+             ("eight shapes, worker pool (started now)", shapes8, 6, "pool", per_shape),
+             ("eight shapes, worker pool (running)", shapes8, 7, "pool", per_shape),
+             ("eight shapes, shape-generic, in this process", shapes8, 8, "compile", dev),
+             ("tuning over eight shapes, shape-generic", shapes8, 9, "tune", dev)]
     out = {}
-    for label, dims, per_unit, parallel in cases:
+    for label, dims, per_unit, how, device in cases:
         with tempfile.TemporaryDirectory() as fresh:
             old = os.environ.get("CUBEPY_CACHE_DIR")
             os.environ["CUBEPY_CACHE_DIR"] = fresh
             try:
                 before = cb.compile_stats()
                 began = time.perf_counter()
-                workers = {}
-                if parallel:
+                workers, pooled = {}, None
+                if how == "pool":
                     jobs = [(polyval, pool.placeholders(polyval.signature, (x, y, per_unit, 1), {}), (d, 1, 1), {})
                             for d in dims]
-                    workers = pool.compile_all(jobs, dev, max(2, pool.workers_for(len(jobs), None)))
-                pooled = time.perf_counter() - began
-                for d in dims:
-                    polyval.compile(x, y, per_unit, 1, dim=d, device=dev)
+                    workers = pool.compile_all(jobs, device, max(2, pool.workers_for(len(jobs), None)))
+                    pooled = time.perf_counter() - began
+                if how == "tune":
+                    tuned = autotune(polyval, polyval_grid, dims=dims, comptime={"per_unit": [per_unit], "unroll": [1]},
+                                     strategy="exhaustive")
+                    workers = {k: v for k, v in tuned.tune(x, y, device=device).compiles.items() if k.startswith("w")}
+                else:
+                    for d in dims:
+                        polyval.compile(x, y, per_unit, 1, dim=d, device=device)
                 wall = time.perf_counter() - began
                 after = cb.compile_stats()
             finally:
@@ -224,9 +235,9 @@ def part_compiles(args, dev) -> dict:
                     os.environ.pop("CUBEPY_CACHE_DIR", None)
                 else:
                     os.environ["CUBEPY_CACHE_DIR"] = old
-        out[label] = {"wall_seconds": wall, "pool_seconds": pooled if parallel else None,
-                      "this_process": {k: after[k] - before[k] for k in ("compiles", "disk_loads")},
-                      "workers": workers, "workers_used": max(2, pool.workers_for(len(dims), None)) if parallel else 0}
+        out[label] = {"wall_seconds": wall, "pool_seconds": pooled,
+                      "this_process": {k: after[k] - before[k] for k in ("compiles", "disk_loads", "shared_shapes")},
+                      "workers": workers, "workers_used": max(2, pool.workers_for(len(dims), None)) if pooled else 0}
     return out
 
 

@@ -23,6 +23,8 @@ def builtin_value(ctx, name: str):
     lane at plane size 1) is the constant 0 of type i32, never a weakly typed Python 0, so an
     expression has one type whatever the launch shape."""
     ops = ctx.ops
+    if ctx.spec.cube_dim is None:
+        return _runtime_shape_value(ctx, name)
     dx, dy, dz = ctx.spec.cube_dim
     if name.startswith("cube_dim"):
         return I32({"cube_dim": dx * dy * dz, "cube_dim_x": dx, "cube_dim_y": dy, "cube_dim_z": dz}[name])
@@ -61,6 +63,48 @@ def builtin_value(ctx, name: str):
             else:
                 ex, ey = builtin_value(ctx, "cube_count_x"), builtin_value(ctx, "cube_count_y")
             return ops.binary("add", x, ops.binary("mul", ex, ops.binary("add", y, ops.binary("mul", ey, z))))
+        return ctx.entry_cached(name, compute_linear)
+    if name == "cube_count":
+        return ctx.entry_cached(name, lambda: ops.binary("mul", builtin_value(ctx, "cube_count_x"), ops.binary(
+            "mul", builtin_value(ctx, "cube_count_y"), builtin_value(ctx, "cube_count_z"))))
+    raise AssertionError(name)
+
+
+def _runtime_shape_value(ctx, name: str):
+    """`builtin_value` in a shape-generic trace (``spec.cube_dim`` None): the cube extents are read
+    at run time. Each extent (and what static code computes from it alone) is a `dim_derived`
+    value, which `Ops` refuses to combine where a compile-time I32 would fold differently."""
+    ops = ctx.ops
+    if name in ("cube_dim_x", "cube_dim_y", "cube_dim_z"):
+        return ctx.dim_value(ctx.entry_builtin(name))
+    if name == "cube_dim":
+        return ctx.entry_cached(name, lambda: ops.binary("mul", builtin_value(ctx, "cube_dim_x"), ops.binary(
+            "mul", builtin_value(ctx, "cube_dim_y"), builtin_value(ctx, "cube_dim_z"))))
+    if name == "plane_dim":
+        return I32(ctx.spec.plane_dim)
+    if name == "unit_pos_plane" and ctx.spec.plane_dim == 1:
+        return Const(0, _I32)
+    if name.startswith(("unit_pos_", "cube_pos_", "cube_count_")) and name[-1] in "xyz" or name == "unit_pos_plane":
+        return ctx.entry_builtin(name)
+    if name in ("absolute_pos_x", "absolute_pos_y", "absolute_pos_z"):
+        a = name[-1]
+        return ctx.entry_cached(name, lambda: ops.binary("add", ops.binary(
+            "mul", builtin_value(ctx, f"cube_pos_{a}"), builtin_value(ctx, f"cube_dim_{a}")),
+            builtin_value(ctx, f"unit_pos_{a}")))
+    linear = {"absolute_pos": ("absolute_pos", "total"), "unit_pos": ("unit_pos", "cube_dim"),
+              "cube_pos": ("cube_pos", "cube_count")}
+    if name in linear:
+        prefix, extent = linear[name]
+
+        def axis_extent(a):
+            if extent == "total":
+                return ops.binary("mul", builtin_value(ctx, f"cube_count_{a}"), builtin_value(ctx, f"cube_dim_{a}"))
+            return builtin_value(ctx, f"{extent}_{a}")
+
+        def compute_linear():
+            x, y, z = (builtin_value(ctx, f"{prefix}_{a}") for a in "xyz")
+            return ops.binary("add", x, ops.binary("mul", axis_extent("x"), ops.binary(
+                "add", y, ops.binary("mul", axis_extent("y"), z))))
         return ctx.entry_cached(name, compute_linear)
     if name == "cube_count":
         return ctx.entry_cached(name, lambda: ops.binary("mul", builtin_value(ctx, "cube_count_x"), ops.binary(

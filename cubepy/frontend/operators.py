@@ -32,6 +32,7 @@ from .folding import (
     fold_typed_compare,
     literal_value,
 )
+from .scope import ShapeSpecific
 from .values import FormatString
 
 NUMBER = (bool, int, float)
@@ -152,8 +153,29 @@ class Ops:
                 return self.lift(x)
         return self.lift(x, like, f"the {like} operand")
 
+    # --- shape-generic traces ------------------------------------------------------------------
+    def _from_extents(self, *xs) -> bool:
+        """In a shape-generic trace: whether the operands are cube extents (`dim_derived`) and
+        Python numbers only, so that static code would fold the op as `I32` arithmetic."""
+        marked = self.ctx.dim_values
+        return bool(marked) and any(is_traced(x) and x.id in marked for x in xs) and \
+            all(is_number(x) or (is_traced(x) and x.id in marked) for x in xs)
+
+    def _as_static(self, opname: str, *xs) -> None:
+        """Refuse an op on cube extents whose `I32` fold (static code) means something else than
+        the run-time i32 op: with a Python float, a true division, a power or float math give a
+        weakly typed f64 when folded. The runtime then specializes on CubeDim."""
+        if opname in ("truediv", "pow") or opname in _FLOAT_MATH or any(isinstance(x, float) for x in xs):
+            raise ShapeSpecific(f"'{opname}' of a cube extent folds to a Python number in static code")
+
     # --- operators --------------------------------------------------------------------------
     def binary(self, opname: str, a, b):
+        if self._from_extents(a, b):
+            self._as_static(opname, a, b)
+            return self.ctx.dim_value(self._binary(opname, a, b))
+        return self._binary(opname, a, b)
+
+    def _binary(self, opname: str, a, b):
         if is_number(a) and is_number(b):
             try:
                 return fold_python_binary(opname, a, b)
@@ -222,6 +244,8 @@ class Ops:
         return result if result is not None else self.const(1, base.type.dtype, base.type.width)
 
     def compare(self, opname: str, a, b):
+        if self._from_extents(a, b):
+            self._as_static(opname, a, b)
         if is_number(a) and is_number(b):
             return _FOLD_COMPARE[opname](a, b)
         a, b = self.common(a, b, widen_literals=True)
@@ -232,6 +256,13 @@ class Ops:
         return self.b.op(opname, (a, b), Type(bool_, a.type.width))
 
     def unary(self, opname: str, a):
+        if self._from_extents(a):
+            self._as_static(opname, a)
+            if opname in ("neg", "invert", "abs"):
+                return self.ctx.dim_value(self._unary(opname, a))
+        return self._unary(opname, a)
+
+    def _unary(self, opname: str, a):
         if is_number(a):
             try:
                 return fold_python_unary(opname, a)
@@ -269,6 +300,12 @@ class Ops:
         return self.compare("ne", a, 0)
 
     def minmax(self, opname: str, a, b):
+        if self._from_extents(a, b):
+            self._as_static(opname, a, b)
+            return self.ctx.dim_value(self._minmax(opname, a, b))
+        return self._minmax(opname, a, b)
+
+    def _minmax(self, opname: str, a, b):
         if is_number(a) and is_number(b):
             return fold_python_minmax(opname, a, b)
         a, b = self.common(a, b)

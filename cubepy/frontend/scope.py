@@ -76,6 +76,11 @@ class Retrace(Exception):
     """A variable needs a wider type than its first assignment gave it; trace again."""
 
 
+class ShapeSpecific(Exception):
+    """A shape-generic trace (``spec.cube_dim`` None) met code whose meaning depends on the cube
+    extents being compile-time values; the kernel is traced for its CubeDim instead."""
+
+
 class Frame:
     """One function being traced (the kernel, or an inlined @cb.func)."""
 

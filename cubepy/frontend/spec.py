@@ -33,7 +33,7 @@ class ParamSpec:
 @dataclass(frozen=True)
 class KernelSpec:
     params: tuple[ParamSpec, ...]
-    cube_dim: tuple[int, int, int]
+    cube_dim: tuple[int, int, int] | None       # None: shape-generic, the extents read at run time
     plane_dim: int
     checked: bool = True
     fastmath: str | None = None

@@ -32,6 +32,7 @@ class Tracer(CodeGen):
         self.pending_name: str | None = None
         self.entry = Block()
         self.entry_values: dict[str, object] = {}
+        self.dim_values: set[int] = set()      # ids of values computed from cube extents alone
         self.kernel.loc = source.loc(source.tree)
 
     # --- context services used by codegen and intrinsics ------------------------------------
@@ -47,6 +48,12 @@ class Tracer(CodeGen):
             with self.builder.at(self.entry):
                 self.entry_values[key] = compute()
         return self.entry_values[key]
+
+    def dim_value(self, value):
+        """Mark ``value`` as computed from cube extents alone (shape-generic traces)."""
+        if is_traced(value):
+            self.dim_values.add(value.id)
+        return value
 
     def entry_builtin(self, name: str):
         return self.entry_cached(name, lambda: self.builder.op("builtin", (), Type(INDEX), name=name))

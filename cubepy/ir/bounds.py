@@ -35,11 +35,12 @@ _AXES = "xyz"
 
 # --- polynomial upper bounds in the cube counts ---------------------------------------------------
 
-Poly = dict          # exponents of (count_x, count_y, count_z) -> integer coefficient
+Poly = dict          # exponents of (count_x, count_y, count_z, dim_x, dim_y, dim_z) -> integer coefficient
+_ONE = (0,) * 6      # the exponents of a constant term
 
 
 def _const(n: int) -> Poly:
-    return {(0, 0, 0): n} if n else {}
+    return {_ONE: n} if n else {}
 
 
 def _add(a: Poly, b: Poly) -> Poly:
@@ -58,20 +59,29 @@ def _mul(a: Poly, b: Poly) -> Poly:
     return {k: v for k, v in out.items() if v}
 
 
-def _count(axis: int) -> Poly:
-    exps = [0, 0, 0]
-    exps[axis] = 1
+def _variable(index: int) -> Poly:
+    exps = [0] * 6
+    exps[index] = 1
     return {tuple(exps): 1}
 
 
+def _count(axis: int) -> Poly:
+    return _variable(axis)
+
+
+def _dim(axis: int) -> Poly:
+    """A cube extent read at run time (shape-generic kernels)."""
+    return _variable(3 + axis)
+
+
 def _nonneg_for_counts_at_least_1(p: Poly) -> bool:
-    """Whether ``p(cx, cy, cz) >= 0`` for all integer counts >= 1: every coefficient of
-    ``p(1 + ux, 1 + uy, 1 + uz)`` is >= 0 (sufficient, since ux, uy, uz >= 0)."""
+    """Whether ``p >= 0`` for all integer counts (and run-time cube extents) >= 1: every
+    coefficient of ``p(1 + u, ...)`` is >= 0 (sufficient, since every u >= 0)."""
     shifted: Poly = {}
     for exps, coeff in p.items():
-        term: Poly = {(0, 0, 0): coeff}
-        for axis, e in enumerate(exps):
-            one_plus = _add(_const(1), _count(axis))
+        term: Poly = {_ONE: coeff}
+        for index, e in enumerate(exps):
+            one_plus = _add(_const(1), _variable(index))
             for _ in range(e):
                 term = _mul(term, one_plus)
         shifted = _add(shifted, term)
@@ -104,9 +114,10 @@ class _Scope:
 class _Prover:
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
-        self.dims = kernel.cube_dim
-        units_per_cube = self.dims[0] * self.dims[1] * self.dims[2]
-        self.units = _mul(_mul(_mul(_count(0), _count(1)), _count(2)), _const(units_per_cube))
+        self.dims = kernel.cube_dim           # None: shape-generic, the extents are variables
+        per_cube = _mul(_mul(_dim(0), _dim(1)), _dim(2)) if self.dims is None else _const(
+            self.dims[0] * self.dims[1] * self.dims[2])
+        self.units = _mul(_mul(_mul(_count(0), _count(1)), _count(2)), per_cube)
         self.numbers: dict[tuple, int] = {}     # structural key of a pure op -> value number
         self.number_of: dict[int, int] = {}     # value id -> value number
         self.defs: dict[int, Op] = {}           # value number -> the op that first defined it
@@ -158,8 +169,12 @@ class _Prover:
         if code == "builtin":
             name = op.attrs.get("name", "")
             axis = _AXES.index(name[-1]) if name[-2:-1] == "_" and name[-1] in _AXES else None
+            if name.startswith("unit_pos_") and axis is not None and self.dims is None:
+                return _Facts(True, frozenset(), _add(_dim(axis), _const(-1)))
             if name.startswith("unit_pos_") and axis is not None:
                 return _Facts(True, frozenset({("const", self.dims[axis])}), _const(self.dims[axis] - 1))
+            if name.startswith("cube_dim_") and axis is not None:
+                return _Facts(True, frozenset(), _dim(axis) if self.dims is None else _const(self.dims[axis]))
             if name.startswith("cube_pos_") and axis is not None:
                 return _Facts(True, frozenset(), _add(_count(axis), _const(-1)))
             if name.startswith("cube_count_") and axis is not None:
@@ -325,9 +340,9 @@ class _Prover:
 
 def _constant(p: Poly | None) -> int | None:
     """The value of a bound that is a constant (no cube count in it), else None."""
-    if p is None or any(k != (0, 0, 0) for k in p):
+    if p is None or any(k != _ONE for k in p):
         return None
-    return p.get((0, 0, 0), 0)
+    return p.get(_ONE, 0)
 
 
 def _neg(p: Poly) -> Poly:

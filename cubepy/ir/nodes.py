@@ -154,7 +154,8 @@ class Kernel:
     body: Block = field(default_factory=Block)
     checked: bool = True
     fastmath: str | None = None
-    cube_dim: tuple[int, int, int] = (1, 1, 1)
+    # None: shape-generic, the cube extents are read at run time (`RUNTIME_CUBE_UNITS` at most)
+    cube_dim: tuple[int, int, int] | None = (1, 1, 1)
     plane_dim: int = 32
     loc: SourceLoc | None = None
     # checks were left out on the proof that positions stay below a launch's unit count, which

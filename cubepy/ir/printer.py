@@ -41,7 +41,7 @@ def print_kernel(kernel: Kernel) -> str:
         elif isinstance(p, ScalarParam):
             params.append(f"{p.name}: {p.type}")
     out = [f"kernel {kernel.name}({', '.join(params)})"
-           f"  cube_dim={kernel.cube_dim} plane_dim={kernel.plane_dim} checked={kernel.checked}"]
+           f"  cube_dim={kernel.cube_dim or 'runtime'} plane_dim={kernel.plane_dim} checked={kernel.checked}"]
     for b in kernel.buffers:
         out.append(f"  {b.kind} {b!r}: {b.type}{list(b.shape)}")
     for v in kernel.vars:

@@ -73,6 +73,9 @@ INDEX_MAX = 2**31 - 1
 # up to MAX_PROVEN_STEP (a cube's units) towards an array's extent never wraps i32, which the
 # bounds proofs of `cubepy.ir.bounds` rely on.
 MAX_PROVEN_STEP = 1024
+# The most units per cube a shape-generic kernel (``cube_dim`` None, read at run time) is compiled
+# for: its analyses bound every cube extent by it, and the runtime launches it with no larger cube.
+RUNTIME_CUBE_UNITS = 1024
 ARRAY_MAX = INDEX_MAX - MAX_PROVEN_STEP + 1
 
 

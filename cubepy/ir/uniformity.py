@@ -37,9 +37,8 @@ class _Analysis:
         self.why = ""
         self.forms: dict[int, tuple[int, int]] = {}    # value id -> (m, g): m * lin + (multiple of g)
         self.divisors: dict[int, int] = {}             # plane-uniform value id -> a divisor (0: it is 0)
-        dx, dy, dz = kernel.cube_dim
         self.P = max(1, kernel.plane_dim)
-        self.dims = (dx, dy, dz)
+        self.dims = kernel.cube_dim          # None: shape-generic, no plane structure is known
 
     def level(self, x) -> int:
         if isinstance(x, Const):
@@ -64,6 +63,8 @@ class _Analysis:
         """The level of an op that is plane-uniform although built from unit positions, or None;
         records the linear forms and divisors that later ops build on."""
         code, args, rid = op.opcode, op.args, op.result.id
+        if self.dims is None:
+            return None
         dx, dy, dz = self.dims
         units, P = dx * dy * dz, self.P
         if code == "builtin":

@@ -14,7 +14,8 @@ must:
 
 may (the defaults describe a backend whose launches run to completion on host memory):
 - declarations: `preference`, `default_candidate`, `host_memory`, `takes_streams`,
-  `device_array_platforms`, `disk_cached`, `source_forms`;
+  `device_array_platforms`, `disk_cached`, `source_forms`, `runtime_cube_dim` (with
+  `accepts_shape_generic` and `units_limit`);
 - devices: `device_count`, `device_index`;
 - work: `synchronize`, `event`, `use_stream`, `source`, `direct_launcher`, `xla_ffi_handler`;
 - memory (for `cb.preload`, `cb.from_dlpack`, `Resident.to_host`): `to_device`, `to_host`,
@@ -38,6 +39,7 @@ import numpy as np
 
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.nodes import Kernel
+from ..ir.types import RUNTIME_CUBE_UNITS
 from .events import Event, HostEvent
 from .properties import DeviceProperties
 
@@ -96,6 +98,21 @@ class Backend:
 
     source_forms: ClassVar[tuple[str, ...]] = ("source",)
     """The forms `source` takes, besides "ir"."""
+
+    runtime_cube_dim: ClassVar[bool] = False
+    """Compiles kernels traced with ``cube_dim`` None (their cube extents are ``builtin`` ops read at
+    run time), and launches such an executable with any CubeDim of at most `RUNTIME_CUBE_UNITS`
+    units (`units_limit`): the CubeDims a kernel does not specialize on share one compile
+    (`cubepy.runtime.shapes`)."""
+
+    def accepts_shape_generic(self, kernel: Kernel, properties: DeviceProperties) -> bool:
+        """Whether this shape-generic ``kernel`` (``cube_dim`` None) compiles for every CubeDim here;
+        False compiles it per CubeDim (e.g. plane ops on sub-groups whose size depends on it)."""
+        return True
+
+    def units_limit(self, executable: Any) -> int:
+        """The most units per cube a shape-generic ``executable`` launches with."""
+        return RUNTIME_CUBE_UNITS
 
     # --- may: devices -----------------------------------------------------------------------------
 

@@ -89,6 +89,12 @@ class CompiledKernel:
         return self.ir if text is None else text
 
     @property
+    def shape_generic(self) -> bool:
+        """Whether its executable reads the cube extents at run time, so that every CubeDim this
+        kernel does not specialize on shares it (`cubepy.runtime.shapes`)."""
+        return self.ir_module.cube_dim is None
+
+    @property
     def prints(self) -> bool:
         """Whether the kernel calls ``print``: each launch then writes its lines when it ends
         (and synchronizes with the device to read them)."""
@@ -106,7 +112,8 @@ class CompiledKernel:
 
     def __repr__(self) -> str:
         kinds = ", ".join(_describe_param(p) for p in self.parameters)
-        return f"<CompiledKernel {self.kernel_name}({kinds}) dim={self.cube_dim} on {self.device.name}>"
+        generic = ", shape-generic" if self.shape_generic else ""
+        return f"<CompiledKernel {self.kernel_name}({kinds}) dim={self.cube_dim}{generic} on {self.device.name}>"
 
     # --- launching --------------------------------------------------------------------------
 

@@ -97,13 +97,16 @@ class Device:
 
 _devices: dict[tuple, Device] = {}
 _current: Device | None = None
+# options of the runtime, not the backend's probe: read from `Device.options`
+RUNTIME_OPTIONS = ("shape_generic",)
 _scoped: ContextVar[Device | None] = ContextVar("cubepy_device", default=None)
 
 
 def device(name: str | None = None, **options: Any) -> Device:
     """The device of backend ``name`` (one of `cb.backend_names()`: ``"cpu"``, ``"cuda"``, ...;
-    ``"cuda:1"`` is the second GPU) with backend options such as ``plane_dim``. With no name: the
-    default device.
+    ``"cuda:1"`` is the second GPU) with backend options such as ``plane_dim``, and the runtime's
+    own: ``shape_generic=False`` compiles every CubeDim on its own (`cubepy.runtime.shapes`). With
+    no name: the default device.
 
     Raises BackendUnavailableError (one clear line) when that backend cannot run here.
     """
@@ -126,7 +129,7 @@ def device(name: str | None = None, **options: Any) -> Device:
 def _probe(name: str, options: dict) -> Device:
     try:
         backend = load_backend(name)
-        props = backend.probe(**options)
+        props = backend.probe(**{k: v for k, v in options.items() if k not in RUNTIME_OPTIONS})
         return Device(name, dict(options), props, backend)
     except BackendUnavailableError as e:
         return Device(name, dict(options), reason=e.message)

@@ -28,6 +28,7 @@ from .fake_launches import SKIPPING, skipped
 from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES
 from .profiling import TOTALS, record
+from .shapes import ShapeGenericCache
 from .topology import CubeCount, CubeDim, check_limits, topology
 
 
@@ -138,6 +139,7 @@ class KernelFunction:
         self.fastmath = fastmath
         self._signature: Signature | None = None
         self._cache: dict[tuple, tuple[Kernel, Any]] = {}
+        self._shapes = ShapeGenericCache()
         self._plans: dict[tuple, CompiledKernel] = {}
         self._launchers: dict = {}
         self.trace_count = 0
@@ -291,28 +293,57 @@ class KernelFunction:
         if hit is None:
             began = time.perf_counter()
             function_source(self.fn)
-            kernel = trace_kernel(self.fn, spec, self.__name__)
-            self.trace_count += 1
-            TOTALS["traces"] += 1
-            dump = settings.dump_ir_dir()
-            if dump is not None:
-                _dump_ir(dump, kernel)
-            smem = kernel.shared_bytes
-            if smem > dev.properties.shared_memory_per_cube:
-                raise ArgumentValueError(f"uses {smem} bytes of shared memory; device '{dev.name}' has "
-                                         f"{dev.properties.shared_memory_per_cube} per cube", self.__name__)
-            hit = (kernel, dev.backend.compile(kernel, dev.properties))
+            traced: list[Kernel] = []
+            compiled = tracing = False
+
+            def trace(for_spec: KernelSpec) -> Kernel:
+                nonlocal tracing
+                tracing = True
+                return self._trace(for_spec)
+
+            def static() -> Kernel:
+                if not traced:
+                    traced.append(trace(spec))
+                return traced[0]
+
+            def build(kernel: Kernel):
+                nonlocal compiled
+                smem = kernel.shared_bytes
+                if smem > dev.properties.shared_memory_per_cube:
+                    raise ArgumentValueError(f"uses {smem} bytes of shared memory; device '{dev.name}' has "
+                                             f"{dev.properties.shared_memory_per_cube} per cube", self.__name__)
+                compiled = True
+                return dev.backend.compile(kernel, dev.properties)
+            hit = self._shapes.find(spec, dev, static, trace, build)
+            if hit is None:
+                hit = (static(), build(static()))
+            elif not compiled:
+                TOTALS["shared_shapes"] += 1
             self._cache[key] = hit
-            # a backend marks an executable loaded from its disk cache (a "may" of the contract)
-            kind = "disk_loads" if getattr(hit[1], "from_disk", False) else "compiles"
-            TOTALS[kind] += 1
-            ms = (time.perf_counter() - began) * 1e3
-            if PROFILES:
-                record(self.__name__, **{kind: 1}, compile_ms=ms)
-            logger.info("kernel '%s' on %s: %s in %.1f ms (%s)", self.__name__, dev.name,
-                        "loaded from the disk cache" if kind == "disk_loads" else "compiled", ms,
-                        ", ".join(p.key()[0] + ":" + _kind_text(p) for p in params))
+            if tracing:         # one specialization traced (for its CubeDim, shape-generic, or both)
+                self.trace_count += 1
+                TOTALS["traces"] += 1
+            if compiled:
+                self._count_compile(hit[1], dev, params, hit[0].cube_dim is None, began)
         return hit
+
+    def _trace(self, spec: KernelSpec) -> Kernel:
+        kernel = trace_kernel(self.fn, spec, self.__name__)
+        dump = settings.dump_ir_dir()
+        if dump is not None:
+            _dump_ir(dump, kernel)
+        return kernel
+
+    def _count_compile(self, executable, dev: Device, params, generic: bool, began: float) -> None:
+        # a backend marks an executable loaded from its disk cache (a "may" of the contract)
+        kind = "disk_loads" if getattr(executable, "from_disk", False) else "compiles"
+        TOTALS[kind] += 1
+        ms = (time.perf_counter() - began) * 1e3
+        if PROFILES:
+            record(self.__name__, **{kind: 1}, compile_ms=ms)
+        logger.info("kernel '%s' on %s: %s in %.1f ms%s (%s)", self.__name__, dev.name,
+                    "loaded from the disk cache" if kind == "disk_loads" else "compiled", ms,
+                    ", shape-generic" if generic else "", ", ".join(p.key()[0] + ":" + _kind_text(p) for p in params))
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel '{self.__name__}' is launched as {self.__name__}[cube_count, cube_dim](*args)")

@@ -18,7 +18,8 @@ def test_eight_cube_shapes_compile_in_the_workers_and_load_here(rng, tmp_path, m
     y = rng.standard_normal(8192).astype(np.float32)
     tuned = autotune(axpy, lines_grid, dims=EIGHT_SHAPES, comptime={"per_unit": [2]}, workers=2, rounds=2)
     result = tuned.tune(x, y, 0.5, device="cpu")
-    assert result.compiles == {"compiles": 0, "disk_loads": 8, "worker_compiles": 8, "worker_disk_loads": 0}
+    assert result.compiles == {"compiles": 0, "disk_loads": 8, "shared_shapes": 0, "worker_compiles": 8,
+                               "worker_disk_loads": 0}
     assert result.measured == 8 and not result.rejected
 
 
@@ -27,7 +28,7 @@ def test_without_workers_the_tuning_process_compiles_each_shape(rng, tmp_path, m
     x = rng.standard_normal(4096).astype(np.float32)
     y = rng.standard_normal(4096).astype(np.float32)
     tuned = autotune(axpy, lines_grid, dims=EIGHT_SHAPES[:4], comptime={"per_unit": [3]}, workers=0, rounds=2)
-    assert tuned.tune(x, y, 0.5, device="cpu").compiles == {"compiles": 4, "disk_loads": 0}
+    assert tuned.tune(x, y, 0.5, device="cpu").compiles == {"compiles": 4, "disk_loads": 0, "shared_shapes": 0}
 
 
 def test_fastmath_and_line_width_variants_compile_in_the_workers_too(rng, tmp_path, monkeypatch):
@@ -48,7 +49,27 @@ def test_a_backend_without_compiled_code_on_disk_compiles_in_the_tuning_process(
     monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path))
     x = rng.standard_normal(4096).astype(np.float32)
     y = rng.standard_normal(4096).astype(np.float32)
+    dev = cb.device("opencl", shape_generic=False)       # else the four shapes share one compile
     tuned = autotune(axpy, lines_grid, dims=EIGHT_SHAPES[2:6], comptime={"per_unit": [2]}, workers=2, rounds=2)
-    compiles = tuned.tune(cb.preload(x, device="opencl"), cb.preload_mut(y, device="opencl"), 0.5,
-                          device="opencl").compiles
+    compiles = tuned.tune(cb.preload(x, device=dev), cb.preload_mut(y, device=dev), 0.5, device=dev).compiles
     assert compiles["compiles"] >= 4 and "worker_compiles" not in compiles      # OpenCL builds in process
+
+
+@pytest.mark.parametrize("backend", ["interp", "opencl"])
+def test_eight_cube_shapes_of_a_shape_generic_kernel_cost_one_compile(backend, rng, tmp_path, monkeypatch):
+    """On a device that reads cube extents at run time, the shapes share one executable: one
+    compile, seven shared, no worker started."""
+    import cubepy as cb
+
+    if not next(d for d in cb.devices() if d.backend_name == backend).available:
+        pytest.skip(f"no {backend} device")
+    monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path))
+    x = rng.standard_normal(4096).astype(np.float32)
+    y = rng.standard_normal(4096).astype(np.float32)
+    dev = cb.device(backend)
+    tuned = autotune(axpy, lines_grid, dims=EIGHT_SHAPES, comptime={"per_unit": [5]}, workers=2, rounds=2)
+    with cb.profile() as prof:
+        result = tuned.tune(x, y, 0.5, device=dev)
+    assert prof.kernels["axpy"].compiles == 1 and result.compiles["shared_shapes"] == 7
+    assert result.compiles["disk_loads"] == 0 and "worker_compiles" not in result.compiles
+    assert result.measured == 8 and not result.rejected

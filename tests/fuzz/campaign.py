@@ -24,7 +24,8 @@ _devices: dict = {}
 def device(target: str):
     """``interp-p8``, ``cpu-p32``, ``cpu-p8-O1`` (LLVM -O1), ``opencl``, ``opencl-O0``
     (-cl-opt-disable), ``cuda``, ``interp-p32-gpu`` (the interpreter running the IR as CUDA and
-    HIP get it: checks per cube and per run): a device of this process, made once."""
+    HIP get it: checks per cube and per run), ``interp-p32-static`` (every CubeDim compiled on its
+    own, where the reference shares shape-generic code): a device of this process, made once."""
     import cubepy as cb
 
     if target not in _devices:
@@ -35,6 +36,8 @@ def device(target: str):
                 options["plane_dim"] = int(part[1:])
             elif part == "gpu":
                 options.update(checks_per_cube=True, checks_per_run=True)
+            elif part == "static":
+                options["shape_generic"] = False
             elif part.startswith("O"):
                 options["opt_level" if parts[0] == "cpu" else "build_options"] = (
                     int(part[1:]) if parts[0] == "cpu" else ("-cl-opt-disable",))
@@ -76,7 +79,7 @@ def check(seed: int, targets: tuple, size: int = 40, model: bool = True) -> dict
         diff = compare(program, expected, first) if expected is not None else None
         result["model"] = "ok" if expected is not None and diff is None else ("skip" if expected is None else diff)
     for target in targets:
-        if target.startswith("interp") and not target.endswith("-gpu"):
+        if target.startswith("interp") and not target.endswith(("-gpu", "-static")):
             result["targets"][target] = ("ok", "")
             continue
         dev = device(target)

@@ -103,7 +103,7 @@ def run_on_host(seed: int, source: str | None = None, opt: str = "-O2",
     args = arguments(program)
     rendered = cuda_source(kernel, program, args)
     text = edit(rendered.source.replace("#include <cuda_fp16.h>", "").replace('extern "C" __global__', "static"))
-    head = text.index(rendered.name + "(", text.index("static void __launch_bounds__")) + len(rendered.name) + 1
+    head = text.index(rendered.name + "(", text.index("static void")) + len(rendered.name) + 1   # bounds or not
     params = text[head:text.index(")", head)]
     names = [p.strip().split()[-1] for p in params.split(",")]
     launcher = f"""

@@ -28,9 +28,10 @@ ALL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uin
               "float16", "float32", "float64")
 
 
-def ir_of(kfn, *args, dim=(64, 1, 1), plane_dim=32, checked=True):
-    """The IR kernel (bounds checks lowered) of one specialization, via the interpreter's device."""
-    dev = cb.device("interp", plane_dim=plane_dim)
+def ir_of(kfn, *args, dim=(64, 1, 1), plane_dim=32, checked=True, shape_generic=False):
+    """The IR kernel (bounds checks lowered) of one specialization, via the interpreter's device:
+    compiled for its CubeDim, or (``shape_generic``) for every CubeDim where the kernel allows."""
+    dev = cb.device("interp", plane_dim=plane_dim, shape_generic=shape_generic)
     return kfn.compile(*args, dim=dim, device=dev, checked=checked).ir_module
 
 
@@ -80,6 +81,11 @@ def codegen_cases(plane_dim: int = 32):
         ("oob", ir_of(oob, x, x.copy(), dim=64, plane_dim=plane_dim)),
         ("oob_unchecked", ir_of(oob, x, x.copy(), dim=64, plane_dim=plane_dim, checked=False)),
         ("prints", ir_of(prints, x, np.zeros(n, np.uint64), x.copy(), dim=64, plane_dim=plane_dim)),
+        ("saxpy_generic", ir_of(saxpy, x, x.copy(), 2.0, dim=256, plane_dim=plane_dim, shape_generic=True)),
+        ("transpose_generic", ir_of(transpose, np.ones((8, 16), np.float32), np.zeros((16, 8), np.float32),
+                                    dim=(16, 8), plane_dim=plane_dim, shape_generic=True)),
+        ("atomics_generic", ir_of(atomics, np.ones(n, np.int32), np.zeros(8, np.int32), np.zeros(3, np.float32),
+                                  np.zeros(1, np.uint32), dim=64, plane_dim=plane_dim, shape_generic=True)),
     ]
     for dt in ALL_DTYPES:
         a, b = make_arrays(dt, 16)
@@ -173,6 +179,11 @@ def test_cuda_source_shape():
     assert "0xffffffff" not in plane64.replace("0xffffffffffffffff", "")
     unchecked = render(cases["oob_unchecked"], CUDA)
     assert not unchecked.sites and "cb_err" not in unchecked.source
+    for name in ("saxpy_generic", "transpose_generic", "atomics_generic"):     # read the extents at run time
+        generic = render(cases[name], CUDA).source
+        assert cases[name].cube_dim is None and "__launch_bounds__" not in generic and "blockDim.x" in generic, name
+        opencl = render(cases[name], OPENCL).source
+        assert "reqd_work_group_size" not in opencl and "get_local_size(0)" in opencl, name
 
 
 SUB_GROUPS = OPENCL.with_(subgroup_ops=OPENCL_SUBGROUP_OPS)

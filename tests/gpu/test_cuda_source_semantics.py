@@ -20,7 +20,7 @@ from cubepy import Array, Mut, f32, f64, i16, i32
 
 
 def _ir(kernel, *args, dim=32, plane=32):
-    return kernel.compile(*args, dim=dim, device=cb.device("interp", plane_dim=plane)).ir_module
+    return kernel.compile(*args, dim=dim, device=cb.device("interp", plane_dim=plane, shape_generic=False)).ir_module
 
 
 def _nvcc(tmp_path, source: str, name: str) -> None:

@@ -1,0 +1,114 @@
+"""Shape-generic specializations: one executable for every CubeDim a kernel does not specialize on.
+
+A kernel's CubeDim is part of its specialization: traced for (256, 1, 1), ``CUBE_DIM`` is the
+compile-time i32 256. Most kernels use the cube extents only through the positions
+(``ABSOLUTE_POS``, ``UNIT_POS``), which a GPU reads at run time anyway. For those, a backend that
+can read the extents at run time (`Backend.runtime_cube_dim`) compiles once: the kernel is traced
+again with ``cube_dim`` None, its extents become run-time values, and every CubeDim of at most
+`RUNTIME_CUBE_UNITS` units shares that executable. Tuning over eight cube shapes then costs one
+compile, not eight.
+
+A CubeDim shares the generic executable only where that loses nothing (docs/design.md,
+"Shape-generic kernels"):
+
+- the generic trace succeeds. Code that needs an extent at compile time (a ``SharedMemory`` or
+  ``cb.unroll`` sized by ``CUBE_DIM``), or folds it with Python floats, true division or powers
+  (where the static fold's weakly typed f64 differs from the run-time i32 op), is refused there
+  (`ShapeSpecific`) and specializes;
+- it keeps exactly the run-time bounds checks, and the per-cube or per-run versions of them, of
+  the static trace for this CubeDim: where the static shape lets the compiler prove more, it
+  specializes. A generic kernel with no run-time check left (unchecked, or every access proven)
+  is used without tracing the static one: nothing could be proven more;
+- the executable takes that many units (`Backend.units_limit`: CUDA's register use may allow
+  fewer than 1024).
+
+``CUBEPY_SHAPE_GENERIC=0``, or a device made with ``shape_generic=False``, compiles every CubeDim
+on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from .. import settings
+from ..frontend.scope import ShapeSpecific
+from ..frontend.spec import KernelSpec
+from ..ir.nodes import Kernel, walk
+from ..ir.types import RUNTIME_CUBE_UNITS
+from ..log import logger
+
+
+def check_profile(kernel: Kernel) -> tuple:
+    """What checked mode costs ``kernel`` at run time: the dimensions proven of each checked
+    access (in IR order), its out-of-bounds reports, and its versions of code on a per-cube and
+    a per-run test."""
+    proven: list = []
+    reports = per_cube = per_run = 0
+    for op in walk(kernel.body):
+        if op.opcode in ("load", "store", "atomic") and "array" in op.attrs:
+            proven.append(op.attrs.get("proven", ()))
+        elif op.opcode == "report_oob":
+            reports += 1
+        elif op.opcode == "if":
+            per_cube += bool(op.attrs.get("cube_checks"))
+            per_run += bool(op.attrs.get("run_checks"))
+    return tuple(proven), reports, per_cube, per_run
+
+
+class _Generic:
+    """One shape-generic trace of a kernel for one device, and its executable once compiled."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.profile = check_profile(kernel)
+        self.executable: Any = None
+        self.limit = RUNTIME_CUBE_UNITS
+
+
+class ShapeGenericCache:
+    """The shape-generic traces of one kernel function, by device and specialization minus CubeDim."""
+
+    def __init__(self):
+        self._entries: dict[tuple, _Generic | None] = {}
+
+    def find(self, spec: KernelSpec, dev, static: Callable[[], Kernel], trace: Callable[[KernelSpec], Kernel],
+             compile_: Callable[[Kernel], Any]) -> tuple[Kernel, Any] | None:
+        """``(generic kernel, executable)`` to use for ``spec`` instead of its own trace (``static()``),
+        or None: ``spec`` specializes on its CubeDim. ``compile_`` builds the executable the first
+        time. A generic kernel left with no run-time check at all (unchecked, or every access
+        proven) needs no comparison, so ``static`` is traced only where checks remain."""
+        if not (settings.shape_generic() and dev.options.get("shape_generic", True)) or \
+                math.prod(spec.cube_dim) > RUNTIME_CUBE_UNITS:
+            return None
+        generic_spec = replace(spec, cube_dim=None)
+        key = (dev.key(), generic_spec.key())
+        if key not in self._entries:
+            self._entries[key] = self._trace(generic_spec, dev, trace)
+        entry = self._entries[key]
+        if entry is None or entry.profile[1:] != (0, 0, 0) and entry.profile != check_profile(static()):
+            return None
+        if entry.executable is None:
+            entry.executable = compile_(entry.kernel)
+            entry.limit = dev.backend.units_limit(entry.executable)
+        if math.prod(spec.cube_dim) > entry.limit:
+            return None
+        return entry.kernel, entry.executable
+
+    @staticmethod
+    def _trace(spec: KernelSpec, dev, trace: Callable[[KernelSpec], Kernel]) -> _Generic | None:
+        if not dev.backend.runtime_cube_dim:
+            return None
+        try:
+            kernel = trace(spec)
+        except ShapeSpecific as e:
+            logger.debug("shape-generic trace refused: %s", e)
+            return None
+        except Exception as e:      # any failure specializes; the static trace gave the user's errors
+            logger.debug("shape-generic trace failed (%s: %s); compiling per CubeDim", type(e).__name__, e)
+            return None
+        if not dev.backend.accepts_shape_generic(kernel, dev.properties):
+            return None
+        return _Generic(kernel)
