@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from cubepy.ir.nodes import PLANE_OPS, Kernel, Op, walk
+from cubepy.ir.printer import format_dims
 from cubepy.ir.types import Type
 
 from .dialect import Dialect
@@ -24,9 +25,12 @@ class Emitter:
     def __init__(self, kernel: Kernel, dialect: Dialect):
         self.k, self.d = kernel, dialect
         self.P = kernel.plane_dim
-        # units per cube: a number, or in a shape-generic kernel (cube_dim None) an expression
-        self.units = math.prod(kernel.cube_dim) if kernel.cube_dim is not None else "(" + " * ".join(
-            dialect.builtins.get(f"cube_dim_{a}", "") for a in "xyz") + ")"
+        # per axis the extent, a number or (read at run time: shape-generic) an expression, and
+        # the units per cube likewise
+        self.dims = [str(d) if d is not None else dialect.builtins.get(f"cube_dim_{a}", "")
+                     for a, d in zip("xyz", kernel.cube_dim)]
+        self.units = "(" + " * ".join(d for d in self.dims if d != "1") + ")" if kernel.shape_generic else \
+            math.prod(kernel.cube_dim)
         self.names: dict = {}                   # IR ids (and ("param", index)) -> names in the source
         self.values_named = 0       # values are numbered per kernel, so equal kernels render equal text
         self.extents: dict[tuple[int, int], str] = {}    # (array id, axis) -> the extent's expression
@@ -52,8 +56,8 @@ class Emitter:
         return self._assemble()
 
     def _header(self) -> str:
-        k, dims = self.k, self.k.cube_dim or "runtime"
-        return f"// cubepy kernel '{k.name}': cube_dim={dims} plane_dim={self.P} dialect={self.d.name}"
+        k = self.k
+        return f"// cubepy kernel '{k.name}': cube_dim={format_dims(k.cube_dim)} plane_dim={self.P} dialect={self.d.name}"
 
     def _line(self, s: str) -> None:
         self.body.append("  " * self.depth + s)

@@ -124,11 +124,11 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
             return
         unit_q = "volatile " if self.opaque_loops else "const "
         b = d.builtins
-        dx, dy, _ = self.k.cube_dim or (b["cube_dim_x"], b["cube_dim_y"], None)
+        dx, dy, _ = self.dims
         self._line(f"{unit_q}int cb_lin = {b['unit_pos_x']} + {dx} * ({b['unit_pos_y']} + {dy} * {b['unit_pos_z']});")
         self._line(f"{unit_q}int cb_lane = cb_lin & {P - 1};")
         if d.plane_mode != "shuffle":
-            most = self.units if self.k.cube_dim is not None else RUNTIME_CUBE_UNITS
+            most = RUNTIME_CUBE_UNITS if self.k.shape_generic else self.units
             self._line(f"{d.shared_q}{self._c(u64)} cb_plane_scratch[{most}];")
         elif isinstance(self.units, int) and self.units % P == 0:
             self._line(f"const {M} cb_pmask = {self.full_mask};")
@@ -139,8 +139,8 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
     def _assemble(self) -> Rendered:
         """The source: the header, pragmas and preamble, struct types, helpers, then the kernel."""
         k, d = self.k, self.d
-        shape = "" if k.cube_dim is None else d.shape_hint.format(
-            units=self.units, dims=", ".join(str(x) for x in k.cube_dim))
+        shape = "" if k.shape_generic else d.shape_hint.format(units=self.units,
+                                                                dims=", ".join(str(x) for x in k.cube_dim))
         head = d.kernel_prefix.format(shape=shape)
         sig = f"{head} {self.entry}(\n    " + ",\n    ".join(self.params) + ")"
         strict = (d.strict_fp_pragma,) if d.strict_fp_pragma and not k.fastmath else ()

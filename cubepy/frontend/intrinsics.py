@@ -19,22 +19,26 @@ _I32 = Type(INDEX)
 # --- topology builtins ---------------------------------------------------------------------
 def builtin_value(ctx, name: str):
     """The value of a topology builtin, always of type i32. CubeDim and PlaneDim are part of the
-    specialization: compile-time `I32` values. A unit position on an axis of extent 1 (and the
-    lane at plane size 1) is the constant 0 of type i32, never a weakly typed Python 0, so an
-    expression has one type whatever the launch shape."""
+    specialization: compile-time `I32` values, except a cube extent the spec leaves to run time
+    (None in a shape-generic spec: `cubepy.runtime.shapes`), which is read with a ``builtin`` op
+    and marked as computed from the extents (`Tracer.dim_value`). A unit position on an axis of
+    extent 1 (and the lane at plane size 1) is the constant 0 of type i32, never a weakly typed
+    Python 0, so an expression has one type whatever the launch shape."""
     ops = ctx.ops
-    if ctx.spec.cube_dim is None:
-        return _runtime_shape_value(ctx, name)
-    dx, dy, dz = ctx.spec.cube_dim
-    if name.startswith("cube_dim"):
-        return I32({"cube_dim": dx * dy * dz, "cube_dim_x": dx, "cube_dim_y": dy, "cube_dim_z": dz}[name])
+    dims = ctx.spec.cube_dim
+    if name in ("cube_dim_x", "cube_dim_y", "cube_dim_z"):
+        return _extent(ctx, name[-1])
+    if name == "cube_dim":
+        if None not in dims:
+            return I32(dims[0] * dims[1] * dims[2])
+        return ctx.entry_cached(name, lambda: ops.binary("mul", _extent(ctx, "x"), ops.binary(
+            "mul", _extent(ctx, "y"), _extent(ctx, "z"))))
     if name == "plane_dim":
         return I32(ctx.spec.plane_dim)
     if name == "unit_pos_plane" and ctx.spec.plane_dim == 1:
         return Const(0, _I32)
-    axis_dim = {"x": dx, "y": dy, "z": dz}
     if name in ("unit_pos_x", "unit_pos_y", "unit_pos_z"):
-        if axis_dim[name[-1]] == 1:
+        if dims["xyz".index(name[-1])] == 1:
             return Const(0, _I32)
         return ctx.entry_builtin(name)
     if name in ("cube_pos_x", "cube_pos_y", "cube_pos_z", "cube_count_x", "cube_count_y",
@@ -44,65 +48,17 @@ def builtin_value(ctx, name: str):
         axis = name[-1]
 
         def compute():
-            return ops.binary("add", ops.binary("mul", builtin_value(ctx, f"cube_pos_{axis}"), axis_dim[axis]),
+            return ops.binary("add", ops.binary("mul", builtin_value(ctx, f"cube_pos_{axis}"), _extent(ctx, axis)),
                               builtin_value(ctx, f"unit_pos_{axis}"))
         return ctx.entry_cached(name, compute)
-    linear = {"absolute_pos": ("absolute_pos", "total_x", "total_y"),
-              "unit_pos": ("unit_pos", "cube_dim_x", "cube_dim_y"),
-              "cube_pos": ("cube_pos", "cube_count_x", "cube_count_y")}
-    if name in linear:
-        prefix, _, _ = linear[name]
+    if name in ("absolute_pos", "unit_pos", "cube_pos"):
+        def axis_extent(axis):
+            if name == "absolute_pos":
+                return ops.binary("mul", builtin_value(ctx, f"cube_count_{axis}"), _extent(ctx, axis))
+            return _extent(ctx, axis) if name == "unit_pos" else builtin_value(ctx, f"cube_count_{axis}")
 
         def compute_linear():
-            x, y, z = (builtin_value(ctx, f"{prefix}_{a}") for a in "xyz")
-            if prefix == "absolute_pos":
-                ex = ops.binary("mul", builtin_value(ctx, "cube_count_x"), dx)
-                ey = ops.binary("mul", builtin_value(ctx, "cube_count_y"), dy)
-            elif prefix == "unit_pos":
-                ex, ey = dx, dy
-            else:
-                ex, ey = builtin_value(ctx, "cube_count_x"), builtin_value(ctx, "cube_count_y")
-            return ops.binary("add", x, ops.binary("mul", ex, ops.binary("add", y, ops.binary("mul", ey, z))))
-        return ctx.entry_cached(name, compute_linear)
-    if name == "cube_count":
-        return ctx.entry_cached(name, lambda: ops.binary("mul", builtin_value(ctx, "cube_count_x"), ops.binary(
-            "mul", builtin_value(ctx, "cube_count_y"), builtin_value(ctx, "cube_count_z"))))
-    raise AssertionError(name)
-
-
-def _runtime_shape_value(ctx, name: str):
-    """`builtin_value` in a shape-generic trace (``spec.cube_dim`` None): the cube extents are read
-    at run time. Each extent (and what static code computes from it alone) is a `dim_derived`
-    value, which `Ops` refuses to combine where a compile-time I32 would fold differently."""
-    ops = ctx.ops
-    if name in ("cube_dim_x", "cube_dim_y", "cube_dim_z"):
-        return ctx.dim_value(ctx.entry_builtin(name))
-    if name == "cube_dim":
-        return ctx.entry_cached(name, lambda: ops.binary("mul", builtin_value(ctx, "cube_dim_x"), ops.binary(
-            "mul", builtin_value(ctx, "cube_dim_y"), builtin_value(ctx, "cube_dim_z"))))
-    if name == "plane_dim":
-        return I32(ctx.spec.plane_dim)
-    if name == "unit_pos_plane" and ctx.spec.plane_dim == 1:
-        return Const(0, _I32)
-    if name.startswith(("unit_pos_", "cube_pos_", "cube_count_")) and name[-1] in "xyz" or name == "unit_pos_plane":
-        return ctx.entry_builtin(name)
-    if name in ("absolute_pos_x", "absolute_pos_y", "absolute_pos_z"):
-        a = name[-1]
-        return ctx.entry_cached(name, lambda: ops.binary("add", ops.binary(
-            "mul", builtin_value(ctx, f"cube_pos_{a}"), builtin_value(ctx, f"cube_dim_{a}")),
-            builtin_value(ctx, f"unit_pos_{a}")))
-    linear = {"absolute_pos": ("absolute_pos", "total"), "unit_pos": ("unit_pos", "cube_dim"),
-              "cube_pos": ("cube_pos", "cube_count")}
-    if name in linear:
-        prefix, extent = linear[name]
-
-        def axis_extent(a):
-            if extent == "total":
-                return ops.binary("mul", builtin_value(ctx, f"cube_count_{a}"), builtin_value(ctx, f"cube_dim_{a}"))
-            return builtin_value(ctx, f"{extent}_{a}")
-
-        def compute_linear():
-            x, y, z = (builtin_value(ctx, f"{prefix}_{a}") for a in "xyz")
+            x, y, z = (builtin_value(ctx, f"{name}_{a}") for a in "xyz")
             return ops.binary("add", x, ops.binary("mul", axis_extent("x"), ops.binary(
                 "add", y, ops.binary("mul", axis_extent("y"), z))))
         return ctx.entry_cached(name, compute_linear)
@@ -110,6 +66,12 @@ def _runtime_shape_value(ctx, name: str):
         return ctx.entry_cached(name, lambda: ops.binary("mul", builtin_value(ctx, "cube_count_x"), ops.binary(
             "mul", builtin_value(ctx, "cube_count_y"), builtin_value(ctx, "cube_count_z"))))
     raise AssertionError(name)
+
+
+def _extent(ctx, axis: str):
+    """The cube's extent along ``axis``: an `I32`, or a run-time value in a shape-generic spec."""
+    d = ctx.spec.cube_dim["xyz".index(axis)]
+    return I32(d) if d is not None else ctx.dim_value(ctx.entry_builtin(f"cube_dim_{axis}"))
 
 
 # --- memory --------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ class ParamSpec:
 @dataclass(frozen=True)
 class KernelSpec:
     params: tuple[ParamSpec, ...]
-    cube_dim: tuple[int, int, int] | None       # None: shape-generic, the extents read at run time
+    cube_dim: tuple[int | None, int | None, int | None]    # None: an extent read at run time (shape-generic)
     plane_dim: int
     checked: bool = True
     fastmath: str | None = None

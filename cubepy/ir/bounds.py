@@ -114,10 +114,11 @@ class _Scope:
 class _Prover:
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
-        self.dims = kernel.cube_dim           # None: shape-generic, the extents are variables
-        per_cube = _mul(_mul(_dim(0), _dim(1)), _dim(2)) if self.dims is None else _const(
-            self.dims[0] * self.dims[1] * self.dims[2])
-        self.units = _mul(_mul(_mul(_count(0), _count(1)), _count(2)), per_cube)
+        self.dims = kernel.cube_dim
+        # an extent read at run time (None: shape-generic) is a variable, like the counts
+        self.extents = [_dim(axis) if d is None else _const(d) for axis, d in enumerate(self.dims)]
+        self.units = _mul(_mul(_mul(_mul(_mul(_count(0), _count(1)), _count(2)), self.extents[0]), self.extents[1]),
+                          self.extents[2])
         self.numbers: dict[tuple, int] = {}     # structural key of a pure op -> value number
         self.number_of: dict[int, int] = {}     # value id -> value number
         self.defs: dict[int, Op] = {}           # value number -> the op that first defined it
@@ -169,12 +170,11 @@ class _Prover:
         if code == "builtin":
             name = op.attrs.get("name", "")
             axis = _AXES.index(name[-1]) if name[-2:-1] == "_" and name[-1] in _AXES else None
-            if name.startswith("unit_pos_") and axis is not None and self.dims is None:
-                return _Facts(True, frozenset(), _add(_dim(axis), _const(-1)))
             if name.startswith("unit_pos_") and axis is not None:
-                return _Facts(True, frozenset({("const", self.dims[axis])}), _const(self.dims[axis] - 1))
+                below = frozenset() if self.dims[axis] is None else frozenset({("const", self.dims[axis])})
+                return _Facts(True, below, _add(self.extents[axis], _const(-1)))
             if name.startswith("cube_dim_") and axis is not None:
-                return _Facts(True, frozenset(), _dim(axis) if self.dims is None else _const(self.dims[axis]))
+                return _Facts(True, frozenset(), self.extents[axis])
             if name.startswith("cube_pos_") and axis is not None:
                 return _Facts(True, frozenset(), _add(_count(axis), _const(-1)))
             if name.startswith("cube_count_") and axis is not None:

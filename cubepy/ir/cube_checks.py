@@ -376,11 +376,11 @@ class _Emitter:
             return self.interval(source[1], caps)
         if kind == "unit":
             name = source[1]
-            dims = self.a.kernel.cube_dim
-            if name == "unit_pos_plane" or dims is not None:
-                last = self.a.kernel.plane_dim - 1 if name == "unit_pos_plane" else dims["xyz".index(name[-1])] - 1
+            extent = None if name == "unit_pos_plane" else self.a.kernel.cube_dim["xyz".index(name[-1])]
+            if name == "unit_pos_plane" or extent is not None:
+                last = self.a.kernel.plane_dim - 1 if name == "unit_pos_plane" else extent - 1
                 return self.wide_const(0), self.wide_const(last)
-            extent = self.emit("builtin", (), Type(INDEX), name=f"cube_dim_{name[-1]}")     # shape-generic
+            extent = self.emit("builtin", (), Type(INDEX), name=f"cube_dim_{name[-1]}")     # read at run time
             return self.wide_const(0), self.binary("sub", self.emit("cast", (extent,), self.wide), self.wide_const(1))
         if kind == "counter":
             loop = source[1]

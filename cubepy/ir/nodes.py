@@ -154,8 +154,8 @@ class Kernel:
     body: Block = field(default_factory=Block)
     checked: bool = True
     fastmath: str | None = None
-    # None: shape-generic, the cube extents are read at run time (`RUNTIME_CUBE_UNITS` at most)
-    cube_dim: tuple[int, int, int] | None = (1, 1, 1)
+    # an extent None is read at run time (a shape-generic kernel: `RUNTIME_CUBE_UNITS` units at most)
+    cube_dim: tuple[int | None, int | None, int | None] = (1, 1, 1)
     plane_dim: int = 32
     loc: SourceLoc | None = None
     # checks were left out on the proof that positions stay below a launch's unit count, which
@@ -166,6 +166,11 @@ class Kernel:
     # results of the compile pipeline's analysis stages, by stage name (cubepy.ir.pipeline); a
     # transform stage drops them, so what is here describes the IR as it is
     analyses: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def shape_generic(self) -> bool:
+        """Whether some cube extent is read at run time (`cubepy.runtime.shapes`)."""
+        return None in self.cube_dim
 
     @property
     def shared_bytes(self) -> int:

@@ -41,10 +41,15 @@ def print_kernel(kernel: Kernel) -> str:
         elif isinstance(p, ScalarParam):
             params.append(f"{p.name}: {p.type}")
     out = [f"kernel {kernel.name}({', '.join(params)})"
-           f"  cube_dim={kernel.cube_dim or 'runtime'} plane_dim={kernel.plane_dim} checked={kernel.checked}"]
+           f"  cube_dim={format_dims(kernel.cube_dim)} plane_dim={kernel.plane_dim} checked={kernel.checked}"]
     for b in kernel.buffers:
         out.append(f"  {b.kind} {b!r}: {b.type}{list(b.shape)}")
     for v in kernel.vars:
         out.append(f"  var {v!r}: {v.type}")
     _print_block(kernel.body, 1, out)
     return "\n".join(out)
+
+
+def format_dims(dims: tuple) -> str:
+    """A CubeDim as text, an extent read at run time as ``runtime``: ``(runtime, 1, 1)``."""
+    return "(" + ", ".join("runtime" if d is None else str(d) for d in dims) + ")"

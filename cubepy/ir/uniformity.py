@@ -38,7 +38,7 @@ class _Analysis:
         self.forms: dict[int, tuple[int, int]] = {}    # value id -> (m, g): m * lin + (multiple of g)
         self.divisors: dict[int, int] = {}             # plane-uniform value id -> a divisor (0: it is 0)
         self.P = max(1, kernel.plane_dim)
-        self.dims = kernel.cube_dim          # None: shape-generic, no plane structure is known
+        self.dims = kernel.cube_dim
 
     def level(self, x) -> int:
         if isinstance(x, Const):
@@ -63,19 +63,19 @@ class _Analysis:
         """The level of an op that is plane-uniform although built from unit positions, or None;
         records the linear forms and divisors that later ops build on."""
         code, args, rid = op.opcode, op.args, op.result.id
-        if self.dims is None:
-            return None
-        dx, dy, dz = self.dims
-        units, P = dx * dy * dz, self.P
+        dx, dy, dz = self.dims          # an extent read at run time (shape-generic) is None
+        P = self.P
+        x_planes = dx is not None and dx % P == 0
         if code == "builtin":
             name = op.attrs["name"]
             if name == "unit_pos_x":
-                if dx == units:
+                if dy == 1 and dz == 1:
                     self.forms[rid] = (1, 0)
-                elif dx % P == 0:
+                elif x_planes:
                     self.forms[rid] = (1, dx)    # lin minus a multiple of dx, the same on a plane
                 return None
-            if (name == "unit_pos_y" and dx % P == 0) or (name == "unit_pos_z" and (dx * dy) % P == 0):
+            if (name == "unit_pos_y" and x_planes) or (name == "unit_pos_z" and dx is not None and dy is not None
+                                                        and (dx * dy) % P == 0):
                 self.divisors[rid] = 1
                 return PLANE
             return None

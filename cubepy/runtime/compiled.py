@@ -92,7 +92,7 @@ class CompiledKernel:
     def shape_generic(self) -> bool:
         """Whether its executable reads the cube extents at run time, so that every CubeDim this
         kernel does not specialize on shares it (`cubepy.runtime.shapes`)."""
-        return self.ir_module.cube_dim is None
+        return self.ir_module.shape_generic
 
     @property
     def prints(self) -> bool:

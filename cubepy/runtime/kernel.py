@@ -324,7 +324,7 @@ class KernelFunction:
                 self.trace_count += 1
                 TOTALS["traces"] += 1
             if compiled:
-                self._count_compile(hit[1], dev, params, hit[0].cube_dim is None, began)
+                self._count_compile(hit[1], dev, params, hit[0].shape_generic, began)
         return hit
 
     def _trace(self, spec: KernelSpec) -> Kernel:

@@ -1,15 +1,17 @@
-"""Shape-generic specializations: one executable for every CubeDim a kernel does not specialize on.
+"""Shape-generic specializations: one executable for the CubeDims a kernel does not specialize on.
 
 A kernel's CubeDim is part of its specialization: traced for (256, 1, 1), ``CUBE_DIM`` is the
 compile-time i32 256. Most kernels use the cube extents only through the positions
 (``ABSOLUTE_POS``, ``UNIT_POS``), which a GPU reads at run time anyway. For those, a backend that
-can read the extents at run time (`Backend.runtime_cube_dim`) compiles once: the kernel is traced
-again with ``cube_dim`` None, its extents become run-time values, and every CubeDim of at most
-`RUNTIME_CUBE_UNITS` units shares that executable. Tuning over eight cube shapes then costs one
-compile, not eight.
+can read the extents at run time (`Backend.runtime_cube_dim`) compiles once per *rank pattern*:
+the kernel is traced again with each extent above 1 left to run time (None) and each extent of 1
+kept, so (64, 1, 1) and (1024, 1, 1) share the spec (None, 1, 1), and (8, 4, 2) and (4, 4, 4) share
+(None, None, None). Keeping the extents of 1 keeps what they give static code: ``UNIT_POS_Y``
+folds to 0, a 1-D cube's lanes are its linear positions. Every CubeDim of at most
+`RUNTIME_CUBE_UNITS` units of a pattern then shares its executable: tuning over eight cube sizes
+costs one compile, not eight.
 
-A CubeDim shares the generic executable only where that loses nothing (docs/design.md,
-"Shape-generic kernels"):
+A CubeDim shares it only where that loses nothing (docs/design.md, "Shape-generic kernels"):
 
 - the generic trace succeeds. Code that needs an extent at compile time (a ``SharedMemory`` or
   ``cb.unroll`` sized by ``CUBE_DIM``), or folds it with Python floats, true division or powers
@@ -81,9 +83,9 @@ class ShapeGenericCache:
         time. A generic kernel left with no run-time check at all (unchecked, or every access
         proven) needs no comparison, so ``static`` is traced only where checks remain."""
         if not (settings.shape_generic() and dev.options.get("shape_generic", True)) or \
-                math.prod(spec.cube_dim) > RUNTIME_CUBE_UNITS:
+                math.prod(spec.cube_dim) > RUNTIME_CUBE_UNITS or all(d == 1 for d in spec.cube_dim):
             return None
-        generic_spec = replace(spec, cube_dim=None)
+        generic_spec = replace(spec, cube_dim=tuple(None if d > 1 else 1 for d in spec.cube_dim))
         key = (dev.key(), generic_spec.key())
         if key not in self._entries:
             self._entries[key] = self._trace(generic_spec, dev, trace)

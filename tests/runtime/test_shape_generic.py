@@ -1,6 +1,7 @@
 """Shape-generic specializations (`cubepy.runtime.shapes`): a kernel that does not specialize on
-its CubeDim compiles once for every cube shape, and gives what the per-shape compile gives; one
-that does (or that the static shape lets the compiler prove more of) compiles per shape."""
+its CubeDim compiles once per rank pattern of cube shapes ((x, 1, 1), (x, y, 1), ...), and gives
+what the per-shape compile gives; one that does (or that the static shape lets the compiler prove
+more of) compiles per shape."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from cubepy import Array, Mut, f32, f64, i32
 from tests.conftest import poisoned
 
 SHAPES = [(32, 1, 1), (64, 1, 1), (256, 1, 1), (1024, 1, 1), (16, 2, 1), (8, 4, 2), (4, 4, 4), (2, 8, 1)]
+PATTERNS = 3                # (x, 1, 1), (x, y, 1) and (x, y, z): one compile each
 GENERIC_BACKENDS = ["interp", "opencl", "cuda"]
 
 
@@ -48,7 +50,7 @@ def _expected_positions(dim, count, n):
 
 
 @pytest.mark.parametrize("backend", GENERIC_BACKENDS)
-def test_eight_cube_shapes_compile_once_and_each_gets_its_own_extents(backend):
+def test_eight_cube_shapes_compile_once_per_rank_pattern_and_each_gets_its_own_extents(backend):
     dev = _device(backend)
     n = 3000
     before = cb.compile_stats()
@@ -63,8 +65,8 @@ def test_eight_cube_shapes_compile_once_and_each_gets_its_own_extents(backend):
         got_abs = out.copy()
         assert (got_abs >= 0).all() and len(set(got_abs.tolist())) == n, dim
     after = cb.compile_stats()
-    assert after["compiles"] + after["disk_loads"] - before["compiles"] - before["disk_loads"] == 1
-    assert after["shared_shapes"] - before["shared_shapes"] == len(SHAPES) - 1
+    assert after["compiles"] + after["disk_loads"] - before["compiles"] - before["disk_loads"] == PATTERNS
+    assert after["shared_shapes"] - before["shared_shapes"] == len(SHAPES) - PATTERNS
 
 
 @pytest.mark.parametrize("backend", GENERIC_BACKENDS)
@@ -163,4 +165,7 @@ def test_a_compile_error_is_the_one_of_the_static_trace():
 def test_the_ir_of_a_shape_generic_kernel_says_so():
     x = np.ones(8, np.int32)
     compiled = positions.compile(x, np.zeros(24, np.int32), dim=64, device="interp")
-    assert "cube_dim=runtime" in compiled.ir and "shape-generic" in repr(compiled)
+    assert "cube_dim=(runtime, 1, 1)" in compiled.ir and "shape-generic" in repr(compiled)
+    assert "cube_dim=(runtime, runtime, 1)" in positions.compile(x, np.zeros(24, np.int32), dim=(8, 2),
+                                                                 device="interp").ir
+    assert "cube_dim=(1, 1, 1)" in positions.compile(x, np.zeros(24, np.int32), dim=1, device="interp").ir
