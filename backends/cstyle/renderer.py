@@ -139,8 +139,8 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
     def _assemble(self) -> Rendered:
         """The source: the header, pragmas and preamble, struct types, helpers, then the kernel."""
         k, d = self.k, self.d
-        shape = "" if k.shape_generic else d.shape_hint.format(units=self.units,
-                                                                dims=", ".join(str(x) for x in k.cube_dim))
+        shape = d.generic_shape_hint.format(units=RUNTIME_CUBE_UNITS) if k.shape_generic else d.shape_hint.format(
+            units=self.units, dims=", ".join(str(x) for x in k.cube_dim))
         head = d.kernel_prefix.format(shape=shape)
         sig = f"{head} {self.entry}(\n    " + ",\n    ".join(self.params) + ")"
         strict = (d.strict_fp_pragma,) if d.strict_fp_pragma and not k.fastmath else ()

@@ -104,7 +104,7 @@ class CudaBackend(DeviceBackend):
     runtime_cube_dim = True
 
     def units_limit(self, executable: Executable) -> int:
-        # a shape-generic kernel has no __launch_bounds__: its registers may allow fewer than 1024 threads
+        # what the driver says, though __launch_bounds__(RUNTIME_CUBE_UNITS) makes ptxas fit 1024
         drv = _cupy().cuda.driver
         most = drv.funcGetAttribute(drv.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, executable.function.ptr)
         return min(int(most), RUNTIME_CUBE_UNITS)

@@ -181,7 +181,7 @@ def test_cuda_source_shape():
     assert not unchecked.sites and "cb_err" not in unchecked.source
     for name in ("saxpy_generic", "transpose_generic", "atomics_generic"):     # read the extents at run time
         generic = render(cases[name], CUDA).source
-        assert cases[name].shape_generic and "__launch_bounds__" not in generic and "blockDim.x" in generic, name
+        assert cases[name].shape_generic and "__launch_bounds__(1024)" in generic and "blockDim.x" in generic, name
         opencl = render(cases[name], OPENCL).source
         assert "reqd_work_group_size" not in opencl and "get_local_size(0)" in opencl, name
 
