@@ -178,8 +178,9 @@ CUDA = Dialect(
     preamble=_CUDA_PREAMBLE,
     kernel_prefix='extern "C" __global__ void{shape}',
     shape_hint=" __launch_bounds__({units})",
-    # without a bound ptxas gives up occupancy for registers (checked VOL3D: 72 registers, 18%
-    # slower on the H200 than with the 64 that __launch_bounds__(256) or (1024) gives)
+    # ptxas allocates registers for the bound: none made checked VOL3D 18% slower on the H200
+    # (72 registers), 1024 made unchecked VOL3D and DEL_DOT_VEC_2D slower than 256 (the backend's
+    # units_bound gives one bound per class of register budget)
     generic_shape_hint=" __launch_bounds__({units})",
     device_fn="CB_DEVICE",
     global_q="",

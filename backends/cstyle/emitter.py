@@ -56,8 +56,8 @@ class Emitter:
         return self._assemble()
 
     def _header(self) -> str:
-        k = self.k
-        return f"// cubepy kernel '{k.name}': cube_dim={format_dims(k.cube_dim)} plane_dim={self.P} dialect={self.d.name}"
+        k, dims = self.k, format_dims(self.k.cube_dim)
+        return f"// cubepy kernel '{k.name}': cube_dim={dims} plane_dim={self.P} dialect={self.d.name}"
 
     def _line(self, s: str) -> None:
         self.body.append("  " * self.depth + s)

@@ -128,7 +128,7 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
         self._line(f"{unit_q}int cb_lin = {b['unit_pos_x']} + {dx} * ({b['unit_pos_y']} + {dy} * {b['unit_pos_z']});")
         self._line(f"{unit_q}int cb_lane = cb_lin & {P - 1};")
         if d.plane_mode != "shuffle":
-            most = RUNTIME_CUBE_UNITS if self.k.shape_generic else self.units
+            most = (self.k.units_bound or RUNTIME_CUBE_UNITS) if self.k.shape_generic else self.units
             self._line(f"{d.shared_q}{self._c(u64)} cb_plane_scratch[{most}];")
         elif isinstance(self.units, int) and self.units % P == 0:
             self._line(f"const {M} cb_pmask = {self.full_mask};")
@@ -139,8 +139,10 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
     def _assemble(self) -> Rendered:
         """The source: the header, pragmas and preamble, struct types, helpers, then the kernel."""
         k, d = self.k, self.d
-        shape = d.generic_shape_hint.format(units=RUNTIME_CUBE_UNITS) if k.shape_generic else d.shape_hint.format(
-            units=self.units, dims=", ".join(str(x) for x in k.cube_dim))
+        if k.shape_generic:
+            shape = d.generic_shape_hint.format(units=k.units_bound or RUNTIME_CUBE_UNITS)
+        else:
+            shape = d.shape_hint.format(units=self.units, dims=", ".join(str(x) for x in k.cube_dim))
         head = d.kernel_prefix.format(shape=shape)
         sig = f"{head} {self.entry}(\n    " + ",\n    ".join(self.params) + ")"
         strict = (d.strict_fp_pragma,) if d.strict_fp_pragma and not k.fastmath else ()

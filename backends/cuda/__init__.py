@@ -109,6 +109,12 @@ class CudaBackend(DeviceBackend):
         most = drv.funcGetAttribute(drv.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, executable.function.ptr)
         return min(int(most), RUNTIME_CUBE_UNITS)
 
+    def units_bound(self, units: int) -> int:
+        # ptxas allocates registers for a kernel's __launch_bounds__: up to 256 units every register
+        # budget is open (a generic kernel bound at 256 got the registers and spills of the static
+        # one on the RAJAPerf ports), 512 and 1024 halve it, so each is a bound of its own
+        return next(b for b in (256, 512, RUNTIME_CUBE_UNITS) if units <= b)
+
     def __init__(self):
         self._devices: dict[DeviceProperties, int] = {}
         self._several_devices = False

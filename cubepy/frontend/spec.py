@@ -41,7 +41,8 @@ class KernelSpec:
     guards_per_cube: bool = False      # and decide cube-wide guards there, checked or not
     prints: bool = True                # print(...) records lines (CUBEPY_PRINT=0 compiles them out)
     checks_per_run: bool = False       # test checked loads once per run of code (cubepy.ir.run_checks)
+    units_bound: int | None = None     # shape-generic: the most units per cube it launches with
 
     def key(self) -> tuple:
         return (tuple(p.key() for p in self.params), self.cube_dim, self.plane_dim, self.checked, self.fastmath,
-                self.checks_per_cube, self.guards_per_cube, self.prints, self.checks_per_run)
+                self.checks_per_cube, self.guards_per_cube, self.prints, self.checks_per_run, self.units_bound)

@@ -22,7 +22,7 @@ class Tracer(CodeGen):
     def __init__(self, source: FunctionSource, spec: KernelSpec, name: str, widen: dict):
         self.spec = spec
         self.kernel = Kernel(name, checked=spec.checked, fastmath=spec.fastmath, cube_dim=spec.cube_dim,
-                             plane_dim=spec.plane_dim)
+                             plane_dim=spec.plane_dim, units_bound=spec.units_bound)
         self.builder = Builder(self.kernel)
         self.ops = Ops(self)
         self.widen = widen

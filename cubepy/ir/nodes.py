@@ -157,6 +157,7 @@ class Kernel:
     # an extent None is read at run time (a shape-generic kernel: `RUNTIME_CUBE_UNITS` units at most)
     cube_dim: tuple[int | None, int | None, int | None] = (1, 1, 1)
     plane_dim: int = 32
+    units_bound: int | None = None      # shape-generic: the most units per cube it is launched with
     loc: SourceLoc | None = None
     # checks were left out on the proof that positions stay below a launch's unit count, which
     # holds only for launches of at most INDEX_MAX units (ir/bounds.py): the runtime refuses others

@@ -15,7 +15,7 @@ must:
 may (the defaults describe a backend whose launches run to completion on host memory):
 - declarations: `preference`, `default_candidate`, `host_memory`, `takes_streams`,
   `device_array_platforms`, `disk_cached`, `source_forms`, `runtime_cube_dim` (with
-  `accepts_shape_generic` and `units_limit`);
+  `accepts_shape_generic`, `units_limit` and `units_bound`);
 - devices: `device_count`, `device_index`;
 - work: `synchronize`, `event`, `use_stream`, `source`, `direct_launcher`, `xla_ffi_handler`;
 - memory (for `cb.preload`, `cb.from_dlpack`, `Resident.to_host`): `to_device`, `to_host`,
@@ -112,6 +112,11 @@ class Backend:
 
     def units_limit(self, executable: Any) -> int:
         """The most units per cube a shape-generic ``executable`` launches with."""
+        return RUNTIME_CUBE_UNITS
+
+    def units_bound(self, units: int) -> int:
+        """The units per cube the shape-generic executable that a CubeDim of ``units`` units shares
+        is compiled for (`Kernel.units_bound`): CubeDims of one bound share one executable."""
         return RUNTIME_CUBE_UNITS
 
     # --- may: devices -----------------------------------------------------------------------------

@@ -6,7 +6,9 @@ compile-time i32 256. Most kernels use the cube extents only through the positio
 can read the extents at run time (`Backend.runtime_cube_dim`) compiles once per *rank pattern*:
 the kernel is traced again with each extent above 1 left to run time (None) and each extent of 1
 kept, so (64, 1, 1) and (1024, 1, 1) share the spec (None, 1, 1), and (8, 4, 2) and (4, 4, 4) share
-(None, None, None). Keeping the extents of 1 keeps what they give static code: ``UNIT_POS_Y``
+(None, None, None); and per *units bound* (`Backend.units_bound`): on CUDA, ptxas allocates
+registers for the kernel's ``__launch_bounds__``, so cubes of up to 256, 512 and 1024 units are
+three bounds. Keeping the extents of 1 keeps what they give static code: ``UNIT_POS_Y``
 folds to 0, a 1-D cube's lanes are its linear positions. Every CubeDim of at most
 `RUNTIME_CUBE_UNITS` units of a pattern then shares its executable: tuning over eight cube sizes
 costs one compile, not eight.
@@ -85,7 +87,9 @@ class ShapeGenericCache:
         if not (settings.shape_generic() and dev.options.get("shape_generic", True)) or \
                 math.prod(spec.cube_dim) > RUNTIME_CUBE_UNITS or all(d == 1 for d in spec.cube_dim):
             return None
-        generic_spec = replace(spec, cube_dim=tuple(None if d > 1 else 1 for d in spec.cube_dim))
+        units = math.prod(spec.cube_dim)
+        generic_spec = replace(spec, cube_dim=tuple(None if d > 1 else 1 for d in spec.cube_dim),
+                               units_bound=dev.backend.units_bound(units))
         key = (dev.key(), generic_spec.key())
         if key not in self._entries:
             self._entries[key] = self._trace(generic_spec, dev, trace)
@@ -95,7 +99,7 @@ class ShapeGenericCache:
         if entry.executable is None:
             entry.executable = compile_(entry.kernel)
             entry.limit = dev.backend.units_limit(entry.executable)
-        if math.prod(spec.cube_dim) > entry.limit:
+        if units > min(entry.limit, generic_spec.units_bound):
             return None
         return entry.kernel, entry.executable
 
