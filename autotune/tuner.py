@@ -4,6 +4,7 @@ measuring on the device; `Tuned` is the launcher it returns."""
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import time
 from collections.abc import Callable
@@ -341,15 +342,17 @@ class Tuned:
 
     def _precompile(self, todo: list[Config], arguments: Arguments, dev: Device) -> dict[str, int]:
         """Compile the configs of a batch: where the device reads cube extents at run time, one
-        config per group that differs only in CubeDim first, since a shape-generic kernel compiles
-        once for the whole group (`cubepy.runtime.shapes`); then the rest, in worker processes
-        (see `pool`) where that pays."""
+        config per group that differs only in CubeDim (of one rank pattern and units bound) first,
+        since a shape-generic kernel compiles once for the whole group (`cubepy.runtime.shapes`);
+        then the rest, in worker processes (see `pool`) where that pays."""
         todo = [c for c in todo if (id(dev), c) not in self._compiled_here]
         if not dev.backend.runtime_cube_dim:
             return self._compile_in_pool(todo, arguments, dev)
-        groups: dict[Config, list[Config]] = {}
-        for config in todo:
-            groups.setdefault(replace(config, dim=(1, 1, 1)), []).append(config)
+        groups: dict[tuple, list[Config]] = {}
+        for config in todo:       # what a shape-generic executable is shared by (`cubepy.runtime.shapes`)
+            shared_by = (replace(config, dim=(1, 1, 1)), tuple(d > 1 for d in config.dim),
+                         dev.backend.units_bound(math.prod(config.dim)))
+            groups.setdefault(shared_by, []).append(config)
         firsts = [members[0] for members in groups.values()]
         done = self._compile_in_pool(firsts, arguments, dev)
         rest = []
