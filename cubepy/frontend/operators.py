@@ -155,8 +155,8 @@ class Ops:
 
     # --- shape-generic traces ------------------------------------------------------------------
     def _from_extents(self, *xs) -> bool:
-        """In a shape-generic trace: whether the operands are cube extents (`dim_derived`) and
-        Python numbers only, so that static code would fold the op as `I32` arithmetic."""
+        """In a shape-generic trace: whether the operands are cube extents (`Tracer.dim_values`)
+        and Python numbers only, so that static code would fold the op as `I32` arithmetic."""
         marked = self.ctx.dim_values
         return bool(marked) and any(is_traced(x) and x.id in marked for x in xs) and \
             all(is_number(x) or (is_traced(x) and x.id in marked) for x in xs)
@@ -245,7 +245,9 @@ class Ops:
 
     def compare(self, opname: str, a, b):
         if self._from_extents(a, b):
-            self._as_static(opname, a, b)
+            # static code gets a Python bool: an `if` on it traces one side, an `x if c else y`
+            # keeps a weakly typed number; a run-time bool would join both sides' types
+            raise ShapeSpecific(f"'{opname}' of a cube extent is a compile-time bool in static code")
         if is_number(a) and is_number(b):
             return _FOLD_COMPARE[opname](a, b)
         a, b = self.common(a, b, widen_literals=True)

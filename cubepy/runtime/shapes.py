@@ -15,10 +15,11 @@ costs one compile, not eight.
 
 A CubeDim shares it only where that loses nothing (docs/design.md, "Shape-generic kernels"):
 
-- the generic trace succeeds. Code that needs an extent at compile time (a ``SharedMemory`` or
-  ``cb.unroll`` sized by ``CUBE_DIM``), or folds it with Python floats, true division or powers
-  (where the static fold's weakly typed f64 differs from the run-time i32 op), is refused there
-  (`ShapeSpecific`) and specializes;
+- the generic trace succeeds (and compiles). Code that needs an extent at compile time (a
+  ``SharedMemory`` or ``cb.unroll`` sized by ``CUBE_DIM``), compares it (static code branches on
+  a Python bool), or folds it with Python floats, true division or powers (where the static
+  fold's weakly typed f64 differs from the run-time i32 op), is refused there (`ShapeSpecific`)
+  and specializes;
 - it keeps exactly the run-time bounds checks, and the per-cube or per-run versions of them, of
   the static trace for this CubeDim: where the static shape lets the compiler prove more, it
   specializes. A generic kernel with no run-time check left (unchecked, or every access proven)
@@ -97,7 +98,12 @@ class ShapeGenericCache:
         if entry is None or entry.profile[1:] != (0, 0, 0) and entry.profile != check_profile(static()):
             return None
         if entry.executable is None:
-            entry.executable = compile_(entry.kernel)
+            try:
+                entry.executable = compile_(entry.kernel)
+            except Exception as e:      # the CubeDim's own compile reports what also fails there
+                logger.debug("shape-generic compile failed (%s: %s); compiling per CubeDim", type(e).__name__, e)
+                self._entries[key] = None
+                return None
             entry.limit = dev.backend.units_limit(entry.executable)
         if units > min(entry.limit, generic_spec.units_bound):
             return None
@@ -115,6 +121,7 @@ class ShapeGenericCache:
         except Exception as e:      # any failure specializes; the static trace gave the user's errors
             logger.debug("shape-generic trace failed (%s: %s); compiling per CubeDim", type(e).__name__, e)
             return None
-        if not dev.backend.accepts_shape_generic(kernel, dev.properties):
+        if kernel.shared_bytes > dev.properties.shared_memory_per_cube or \
+                not dev.backend.accepts_shape_generic(kernel, dev.properties):
             return None
         return _Generic(kernel)

@@ -175,3 +175,24 @@ def test_the_ir_of_a_shape_generic_kernel_says_so():
     assert "cube_dim=(runtime, runtime, 1)" in positions.compile(x, np.zeros(24, np.int32), dim=(8, 2),
                                                                  device="interp").ir
     assert "cube_dim=(1, 1, 1)" in positions.compile(x, np.zeros(24, np.int32), dim=1, device="interp").ir
+
+
+@cb.kernel
+def branches_on_the_size(x: Array[f64], out: Mut[Array[f64]]):
+    # static code picks one side at trace time and keeps 0.1 a weakly typed number (f64 with x);
+    # a run-time branch would join the sides' types
+    i = cb.ABSOLUTE_POS
+    scale = 0.1 if cb.CUBE_DIM > 64 else 2
+    if i < len(x):
+        out[i] = x[i] * scale
+
+
+@pytest.mark.parametrize("backend", GENERIC_BACKENDS)
+def test_a_kernel_that_compares_its_cube_size_specializes(backend, rng):
+    dev = _device(backend)
+    x = rng.standard_normal(500)
+    for dim, scale in ((32, 2), (128, 0.1)):
+        out = poisoned(500, np.float64)
+        branches_on_the_size[(500 + dim - 1) // dim, dim](x, out, device=dev)
+        np.testing.assert_array_equal(out, x * scale)
+        assert not branches_on_the_size.compile(x, out, dim=dim, device=dev).shape_generic
