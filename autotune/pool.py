@@ -1,18 +1,21 @@
 """Compiling candidates in parallel: a pool of worker processes fills the disk cache of compiled
 code, and the tuning process then loads each candidate from it.
 
-CubeDim, Comptime values, Line widths and ``fastmath`` are all part of a kernel's compile key, so
-every candidate is its own compile. A worker gets the kernel (kernels pickle, by reference or by
-value), small placeholder arguments of the same kinds (array lengths are not part of the key) and
-the launch shape, and calls ``kernel.compile``; the disk cache's per-entry lock makes each entry
-be built once across processes. Eight cube shapes then cost about one compile's wall time (given
-eight cores), and `cubepy.compile_stats` in the tuning process shows disk loads, not compiles.
+Comptime values, Line widths and ``fastmath`` are part of a kernel's compile key, and so is the
+CubeDim of a kernel that specializes on it (others share shape-generic code where the device reads
+cube extents at run time: `cubepy.runtime.shapes`), so most candidates are compiles of their own.
+A worker gets the kernel (kernels pickle, by reference or by value), small placeholder arguments
+of the same kinds (array lengths are not part of the key) and the launch shape, and calls
+``kernel.compile``; the disk cache's per-entry lock makes each entry be built once across
+processes. Eight candidates then cost about one compile's wall time through a running pool
+(given eight cores), and `cubepy.compile_stats` in the tuning process shows disk loads.
 
 Backends without a disk cache of compiled code gain nothing (the interpreter compiles nothing;
 OpenCL programs are built by the driver, in process): they compile in the tuning process.
 
 The pool is started on first use (``spawn``: safe with GPU drivers and the CPU backend's threads)
-and kept for the life of the process.
+by a tuning that expects enough compiles to pay for its start (`COLD_START_JOBS`), and kept for
+the life of the process.
 """
 
 from __future__ import annotations
@@ -108,12 +111,23 @@ def compile_all(jobs: list[tuple], dev, workers: int) -> dict[str, int]:
     return totals
 
 
-def workers_for(jobs: int, requested: int | None) -> int:
+# Starting the pool costs about 2 s on the H200's host (eight NVRTC compiles: 2.1-2.7 s through a
+# pool started for them, 0.6-1.2 s one after another, 0.15-0.22 s through a running pool), so by
+# default a tuning that expects fewer compiles than this makes them in the tuning process, unless
+# the pool already runs.
+COLD_START_JOBS = 32
+
+
+def workers_for(jobs: int, requested: int | None, expected: int | None = None) -> int:
     """How many worker processes to use for ``jobs`` compiles: ``requested``, else one per core
     where there are at least 4 (on 2 cores, starting workers and sending them jobs cost more than
-    the second core gains: measured by benchmarks/autotune, part ``compiles``)."""
+    the second core gains: measured by benchmarks/autotune, part ``compiles``), and none while no
+    pool runs if the whole tuning expects (``expected``, else ``jobs``) fewer than
+    `COLD_START_JOBS`."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     most = (cores if cores >= 4 else 0) if requested is None else requested
+    if requested is None and not _pools and (jobs if expected is None else expected) < COLD_START_JOBS:
+        most = 0
     return max(0, min(jobs, most))
 
 

@@ -117,6 +117,7 @@ class Tuned:
         self._spaces: dict[Any, Space] = {}
         self._variants: dict[str | None, KernelFunction] = {kernel.fastmath: kernel}
         self._compiled_here: set = set()
+        self._expected_compiles: int | None = None     # of the running search, for the pool's start
         self.measured = 0          # configs measured by this object (cache hits measure none)
 
     # --- public -----------------------------------------------------------------------------
@@ -232,6 +233,7 @@ class Tuned:
         reporter = Reporter(self.kernel.__name__, dev.name, key, len(space), strategy if strategy != "auto" else
                             f"auto ({chosen.__name__})", self.progress)
         state = {"reference": None, "failure": None, "measured": 0}
+        self._expected_compiles = min(len(space), max_evals or len(space))
         stats_before = cb.compile_stats()
         worker_stats: dict[str, int] = {}
 
@@ -370,7 +372,7 @@ class Tuned:
 
     def _compile_in_pool(self, todo: list[Config], arguments: Arguments, dev: Device) -> dict[str, int]:
         """Compile ``todo`` in worker processes, where that pays."""
-        workers = pool.workers_for(len(todo), self.workers)
+        workers = pool.workers_for(len(todo), self.workers, self._expected_compiles)
         if workers < 2 or not pool.compiles_in_workers(dev):
             return {}
         jobs = []

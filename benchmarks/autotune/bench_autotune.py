@@ -208,6 +208,7 @@ def part_compiles(args, dev) -> dict:
              ("eight shapes, shape-generic, in this process", shapes8, 8, "compile", dev),
              ("tuning over eight shapes, shape-generic", shapes8, 9, "tune", dev)]
     out = {}
+    used = max(2, min(len(shapes8), os.cpu_count() or 2))      # the pool's default size, at least 2
     for label, dims, per_unit, how, device in cases:
         with tempfile.TemporaryDirectory() as fresh:
             old = os.environ.get("CUBEPY_CACHE_DIR")
@@ -219,7 +220,7 @@ def part_compiles(args, dev) -> dict:
                 if how == "pool":
                     jobs = [(polyval, pool.placeholders(polyval.signature, (x, y, per_unit, 1), {}), (d, 1, 1), {})
                             for d in dims]
-                    workers = pool.compile_all(jobs, device, max(2, pool.workers_for(len(jobs), None)))
+                    workers = pool.compile_all(jobs, device, used)
                     pooled = time.perf_counter() - began
                 if how == "tune":
                     tuned = autotune(polyval, polyval_grid, dims=dims, comptime={"per_unit": [per_unit], "unroll": [1]},
@@ -237,7 +238,7 @@ def part_compiles(args, dev) -> dict:
                     os.environ["CUBEPY_CACHE_DIR"] = old
         out[label] = {"wall_seconds": wall, "pool_seconds": pooled,
                       "this_process": {k: after[k] - before[k] for k in ("compiles", "disk_loads", "shared_shapes")},
-                      "workers": workers, "workers_used": max(2, pool.workers_for(len(dims), None)) if pooled else 0}
+                      "workers": workers, "workers_used": used if pooled else 0}
     return out
 
 
