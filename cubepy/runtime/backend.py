@@ -15,7 +15,7 @@ must:
 may (the defaults describe a backend whose launches run to completion on host memory):
 - declarations: `preference`, `default_candidate`, `host_memory`, `takes_streams`,
   `device_array_platforms`, `disk_cached`, `source_forms`, `runtime_cube_dim` (with
-  `accepts_shape_generic`, `units_limit` and `units_bound`);
+  `prefers_shape_generic`, `accepts_shape_generic`, `units_limit` and `units_bound`);
 - devices: `device_count`, `device_index`;
 - work: `synchronize`, `event`, `use_stream`, `source`, `direct_launcher`, `xla_ffi_handler`;
 - memory (for `cb.preload`, `cb.from_dlpack`, `Resident.to_host`): `to_device`, `to_host`,
@@ -104,6 +104,11 @@ class Backend:
     run time), and launches such an executable with any CubeDim of at most `RUNTIME_CUBE_UNITS`
     units (`units_limit`): the CubeDims a kernel does not specialize on share one compile
     (`cubepy.runtime.shapes`)."""
+
+    def prefers_shape_generic(self, properties: DeviceProperties) -> bool:
+        """Whether CubeDims share shape-generic code on this device unless a user says otherwise
+        (``cb.device(name, shape_generic=...)``): False where it costs more than it saves."""
+        return True
 
     def accepts_shape_generic(self, kernel: Kernel, properties: DeviceProperties) -> bool:
         """Whether this shape-generic ``kernel`` (``cube_dim`` None) compiles for every CubeDim here;

@@ -105,8 +105,9 @@ _scoped: ContextVar[Device | None] = ContextVar("cubepy_device", default=None)
 def device(name: str | None = None, **options: Any) -> Device:
     """The device of backend ``name`` (one of `cb.backend_names()`: ``"cpu"``, ``"cuda"``, ...;
     ``"cuda:1"`` is the second GPU) with backend options such as ``plane_dim``, and the runtime's
-    own: ``shape_generic=False`` compiles every CubeDim on its own (`cubepy.runtime.shapes`). With
-    no name: the default device.
+    own: ``shape_generic=False`` compiles every CubeDim on its own, ``True`` shares code between
+    them where the backend can (default: the backend's choice; `cubepy.runtime.shapes`). With no
+    name: the default device.
 
     Raises BackendUnavailableError (one clear line) when that backend cannot run here.
     """

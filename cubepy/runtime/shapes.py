@@ -28,7 +28,8 @@ A CubeDim shares it only where that loses nothing (docs/design.md, "Shape-generi
   fewer than 1024).
 
 ``CUBEPY_SHAPE_GENERIC=0``, or a device made with ``shape_generic=False``, compiles every CubeDim
-on its own.
+on its own; a backend may prefer that on some devices (`Backend.prefers_shape_generic`: PoCL,
+which compiles per local size anyway), and ``shape_generic=True`` then asks for sharing.
 """
 
 from __future__ import annotations
@@ -85,8 +86,7 @@ class ShapeGenericCache:
         or None: ``spec`` specializes on its CubeDim. ``compile_`` builds the executable the first
         time. A generic kernel left with no run-time check at all (unchecked, or every access
         proven) needs no comparison, so ``static`` is traced only where checks remain."""
-        if not (settings.shape_generic() and dev.options.get("shape_generic", True)) or \
-                math.prod(spec.cube_dim) > RUNTIME_CUBE_UNITS or all(d == 1 for d in spec.cube_dim):
+        if not _enabled(dev) or math.prod(spec.cube_dim) > RUNTIME_CUBE_UNITS or all(d == 1 for d in spec.cube_dim):
             return None
         units = math.prod(spec.cube_dim)
         generic_spec = replace(spec, cube_dim=tuple(None if d > 1 else 1 for d in spec.cube_dim),
@@ -125,3 +125,11 @@ class ShapeGenericCache:
                 not dev.backend.accepts_shape_generic(kernel, dev.properties):
             return None
         return _Generic(kernel)
+
+
+def _enabled(dev) -> bool:
+    """CUBEPY_SHAPE_GENERIC, then the device's ``shape_generic`` option, then the backend's choice."""
+    if not settings.shape_generic() or not dev.backend.runtime_cube_dim:
+        return False
+    chosen = dev.options.get("shape_generic")
+    return dev.backend.prefers_shape_generic(dev.properties) if chosen is None else bool(chosen)

@@ -66,7 +66,7 @@ def test_eight_cube_shapes_of_a_shape_generic_kernel_cost_one_compile(backend, r
     monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path))
     x = rng.standard_normal(4096).astype(np.float32)
     y = rng.standard_normal(4096).astype(np.float32)
-    dev = cb.device(backend)
+    dev = cb.device(backend, shape_generic=True)        # PoCL would compile per CubeDim by choice
     tuned = autotune(axpy, lines_grid, dims=EIGHT_SHAPES, comptime={"per_unit": [5]}, workers=2, rounds=2)
     with cb.profile() as prof:
         result = tuned.tune(x, y, 0.5, device=dev)

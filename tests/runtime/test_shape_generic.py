@@ -55,7 +55,7 @@ def _expected_positions(dim, count, n):
 
 @pytest.mark.parametrize("backend", GENERIC_BACKENDS)
 def test_eight_cube_shapes_compile_once_per_rank_pattern_and_each_gets_its_own_extents(backend):
-    dev = _device(backend)
+    dev = _device(backend, shape_generic=True)
     n = 3000
     before = cb.compile_stats()
     for dim in SHAPES:
@@ -76,6 +76,15 @@ def test_eight_cube_shapes_compile_once_per_rank_pattern_and_each_gets_its_own_e
 
 
 @pytest.mark.parametrize("backend", GENERIC_BACKENDS)
+def test_by_default_the_backend_chooses_whether_shapes_share_code(backend):
+    dev = _device(backend)         # PoCL compiles per local size anyway: it prefers a compile per CubeDim
+    x = np.arange(100, dtype=np.int32)
+    compiled = positions.compile(x, np.zeros(300, np.int32), dim=64, device=dev)
+    assert compiled.shape_generic == dev.backend.prefers_shape_generic(dev.properties)
+    assert backend == "opencl" or compiled.shape_generic
+
+
+@pytest.mark.parametrize("backend", GENERIC_BACKENDS)
 def test_without_shape_generic_code_each_shape_compiles(backend, monkeypatch):
     dev = _device(backend, shape_generic=False)
     x = np.arange(100, dtype=np.int32)
@@ -86,7 +95,8 @@ def test_without_shape_generic_code_each_shape_compiles(backend, monkeypatch):
     after = cb.compile_stats()
     assert after["shared_shapes"] == before["shared_shapes"]
     monkeypatch.setenv("CUBEPY_SHAPE_GENERIC", "0")
-    assert not positions.compile(x, np.zeros(300, np.int32), dim=(48, 1, 1), device=_device(backend)).shape_generic
+    dev = _device(backend, shape_generic=True)
+    assert not positions.compile(x, np.zeros(300, np.int32), dim=(48, 1, 1), device=dev).shape_generic
 
 
 @cb.kernel
@@ -120,7 +130,7 @@ def strided_rows(x: Array[f32], out: Mut[Array[f32]]):
 
 @pytest.mark.parametrize("backend", GENERIC_BACKENDS)
 def test_a_kernel_that_specializes_on_its_shape_compiles_per_shape_and_is_right(backend, rng):
-    dev = _device(backend)
+    dev = _device(backend, shape_generic=True)
     x = rng.standard_normal(1000).astype(np.float32)
     for dim in (32, 64, 128):
         out = poisoned((1000 + dim - 1) // dim, np.float32)
@@ -149,7 +159,7 @@ def test_checked_mode_still_reports_out_of_bounds_in_a_shape_generic_kernel(back
         if i < len(y):
             y[i] = x[i + 1]
 
-    dev = _device(backend)
+    dev = _device(backend, shape_generic=True)
     x, y = np.ones(64, np.float32), np.zeros(64, np.float32)
     with pytest.raises(cb.OutOfBoundsError, match="'x'"):
         off_by_one[2, (16, 2, 1)](x, y, device=dev)
@@ -189,7 +199,7 @@ def branches_on_the_size(x: Array[f64], out: Mut[Array[f64]]):
 
 @pytest.mark.parametrize("backend", GENERIC_BACKENDS)
 def test_a_kernel_that_compares_its_cube_size_specializes(backend, rng):
-    dev = _device(backend)
+    dev = _device(backend, shape_generic=True)
     x = rng.standard_normal(500)
     for dim, scale in ((32, 2), (128, 0.1)):
         out = poisoned(500, np.float64)
