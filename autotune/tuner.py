@@ -117,7 +117,6 @@ class Tuned:
         self._spaces: dict[Any, Space] = {}
         self._variants: dict[str | None, KernelFunction] = {kernel.fastmath: kernel}
         self._compiled_here: set = set()
-        self._expected_compiles: int | None = None     # of the running search, for the pool's start
         self.measured = 0          # configs measured by this object (cache hits measure none)
 
     # --- public -----------------------------------------------------------------------------
@@ -233,13 +232,13 @@ class Tuned:
         reporter = Reporter(self.kernel.__name__, dev.name, key, len(space), strategy if strategy != "auto" else
                             f"auto ({chosen.__name__})", self.progress)
         state = {"reference": None, "failure": None, "measured": 0}
-        self._expected_compiles = min(len(space), max_evals or len(space))
+        expected = min(len(space), max_evals or len(space))        # compiles, for the pool's start
         stats_before = cb.compile_stats()
         worker_stats: dict[str, int] = {}
 
         def evaluate(batch: list[Config], out_of_time: Callable[[], bool]) -> dict[Config, float]:
             todo = [c for c in batch if c.label not in known]
-            for name, count in self._precompile(todo, arguments, dev).items():
+            for name, count in self._precompile(todo, arguments, dev, expected).items():
                 worker_stats[name] = worker_stats.get(name, 0) + count
             out, fresh = {}, {}
             for config in batch:
@@ -342,21 +341,22 @@ class Tuned:
         self._compiled_here.add((id(dev), config))
         return (lambda: launch(*full, **named)), full
 
-    def _precompile(self, todo: list[Config], arguments: Arguments, dev: Device) -> dict[str, int]:
+    def _precompile(self, todo: list[Config], arguments: Arguments, dev: Device, expected: int) -> dict[str, int]:
         """Compile the configs of a batch: where the device reads cube extents at run time, one
         config per group that differs only in CubeDim (of one rank pattern and units bound) first,
         since a shape-generic kernel compiles once for the whole group (`cubepy.runtime.shapes`);
-        then the rest, in worker processes (see `pool`) where that pays."""
+        then the rest, in worker processes (see `pool`) where that pays for a search that expects
+        ``expected`` compiles."""
         todo = [c for c in todo if (id(dev), c) not in self._compiled_here]
         if not dev.backend.runtime_cube_dim:
-            return self._compile_in_pool(todo, arguments, dev)
+            return self._compile_in_pool(todo, arguments, dev, expected)
         groups: dict[tuple, list[Config]] = {}
         for config in todo:       # what a shape-generic executable is shared by (`cubepy.runtime.shapes`)
             shared_by = (replace(config, dim=(1, 1, 1)), tuple(d > 1 for d in config.dim),
                          dev.backend.units_bound(math.prod(config.dim)))
             groups.setdefault(shared_by, []).append(config)
         firsts = [members[0] for members in groups.values()]
-        done = self._compile_in_pool(firsts, arguments, dev)
+        done = self._compile_in_pool(firsts, arguments, dev, expected)
         rest = []
         for members in groups.values():
             try:
@@ -366,13 +366,13 @@ class Tuned:
                 generic = False
             if not generic:
                 rest += members[1:]
-        for name, n in self._compile_in_pool(rest, arguments, dev).items():
+        for name, n in self._compile_in_pool(rest, arguments, dev, expected).items():
             done[name] = done.get(name, 0) + n
         return done
 
-    def _compile_in_pool(self, todo: list[Config], arguments: Arguments, dev: Device) -> dict[str, int]:
+    def _compile_in_pool(self, todo: list[Config], arguments: Arguments, dev: Device, expected: int) -> dict[str, int]:
         """Compile ``todo`` in worker processes, where that pays."""
-        workers = pool.workers_for(len(todo), self.workers, self._expected_compiles)
+        workers = pool.workers_for(len(todo), self.workers, expected)
         if workers < 2 or not pool.compiles_in_workers(dev):
             return {}
         jobs = []

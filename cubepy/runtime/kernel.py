@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -293,7 +294,6 @@ class KernelFunction:
         if hit is None:
             began = time.perf_counter()
             function_source(self.fn)
-            traced: list[Kernel] = []
             compiled = tracing = False
 
             def trace(for_spec: KernelSpec) -> Kernel:
@@ -301,10 +301,7 @@ class KernelFunction:
                 tracing = True
                 return self._trace(for_spec)
 
-            def static() -> Kernel:
-                if not traced:
-                    traced.append(trace(spec))
-                return traced[0]
+            static = functools.cache(lambda: trace(spec))
 
             def build(kernel: Kernel):
                 nonlocal compiled
@@ -312,8 +309,9 @@ class KernelFunction:
                 if smem > dev.properties.shared_memory_per_cube:
                     raise ArgumentValueError(f"uses {smem} bytes of shared memory; device '{dev.name}' has "
                                              f"{dev.properties.shared_memory_per_cube} per cube", self.__name__)
+                executable = dev.backend.compile(kernel, dev.properties)
                 compiled = True
-                return dev.backend.compile(kernel, dev.properties)
+                return executable
             hit = self._shapes.find(spec, dev, static, trace, build)
             if hit is None:
                 hit = (static(), build(static()))

@@ -86,9 +86,9 @@ class ShapeGenericCache:
         or None: ``spec`` specializes on its CubeDim. ``compile_`` builds the executable the first
         time. A generic kernel left with no run-time check at all (unchecked, or every access
         proven) needs no comparison, so ``static`` is traced only where checks remain."""
-        if not _enabled(dev) or math.prod(spec.cube_dim) > RUNTIME_CUBE_UNITS or all(d == 1 for d in spec.cube_dim):
-            return None
         units = math.prod(spec.cube_dim)
+        if not _enabled(dev) or units > RUNTIME_CUBE_UNITS or units == 1:
+            return None
         generic_spec = replace(spec, cube_dim=tuple(None if d > 1 else 1 for d in spec.cube_dim),
                                units_bound=dev.backend.units_bound(units))
         key = (dev.key(), generic_spec.key())

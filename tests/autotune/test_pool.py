@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cubepy.autotune import autotune
+from cubepy.autotune import autotune, pool
 
 from tests.autotune.kernels import axpy, lines_grid
 
@@ -73,3 +73,15 @@ def test_eight_cube_shapes_of_a_shape_generic_kernel_cost_one_compile(backend, r
     assert prof.kernels["axpy"].compiles == 1 and result.compiles["shared_shapes"] == 7
     assert result.compiles["disk_loads"] == 0 and "worker_compiles" not in result.compiles
     assert result.measured == 8 and not result.rejected
+
+
+def test_a_cold_pool_starts_only_for_a_tuning_that_expects_enough_compiles(monkeypatch):
+    monkeypatch.setattr(pool, "_pools", {})
+    monkeypatch.setattr(pool.os, "cpu_count", lambda: 16)
+    if hasattr(pool.os, "sched_getaffinity"):
+        monkeypatch.setattr(pool.os, "sched_getaffinity", lambda _: set(range(16)))
+    assert pool.workers_for(8, None, expected=8) == 0                # eight compiles: cheaper in process
+    assert pool.workers_for(8, None, expected=pool.COLD_START_JOBS) == 8
+    assert pool.workers_for(8, 2, expected=8) == 2                   # asked for: always
+    monkeypatch.setattr(pool, "_pools", {16: object()})              # a running pool: always worth it
+    assert pool.workers_for(8, None, expected=8) == 8
