@@ -19,7 +19,7 @@ from cubepy.lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
 from cubepy.log import logger
 from cubepy.runtime.devices import Device, current_device
 from cubepy.runtime.devices import device as get_device
-from cubepy.runtime.fake_launches import skipped
+from cubepy.runtime.fake_launches import SKIPPING, skipped
 from cubepy.runtime.graph_breaks import register_entry_point
 from cubepy.runtime.kernel import KernelFunction
 
@@ -122,9 +122,9 @@ class Tuned:
     # --- public -----------------------------------------------------------------------------
 
     def __call__(self, *args, device: Device | str | None = None) -> None:
-        if skipped():               # fake tensors (a derived fake implementation): nothing to tune or run
+        if SKIPPING and skipped():  # fake tensors (a derived fake implementation): nothing to tune or run
             return
-        dev = self._device(device)
+        dev = current_device() if device is None else self._device(device)
         key = (id(dev), self.key_of(args))
         try:
             launch = self._chosen.get(key)
@@ -464,20 +464,10 @@ class Tuned:
     def _default_key(self, args: tuple) -> tuple:
         """Shapes and dtypes of the arrays (the objects themselves: cheap to build and to hash on
         every call; `_key_text` spells them out), types of the scalars, untuned Comptime values."""
-        out = []
-        for arg, kind in zip(args, self._kinds):
-            if kind == "comptime":
-                out.append(arg)
-            elif kind == "tuned":
-                out.append(None)
-            elif kind == "array":
-                if arg.__class__ is LinesArg:
-                    out.append((arg.array.shape, _dtype(arg.array), arg.width))
-                else:
-                    out.append((arg.shape, _dtype(arg), 1))
-            else:
-                out.append(arg.__class__.__name__)
-        return tuple(out)
+        return tuple([arg if kind == "comptime" else None if kind == "tuned" else (
+            ((arg.array.shape, _dtype(arg.array), arg.width) if arg.__class__ is LinesArg else
+             (arg.shape, _dtype(arg), 1)) if kind == "array" else arg.__class__.__name__)
+            for arg, kind in zip(args, self._kinds)])
 
     def _device(self, device) -> Device:
         if device is None:
@@ -516,8 +506,14 @@ class _Launch:
         return count, self.dim, (*args, *self.appended), self.named, self.variant
 
     def __call__(self, args: tuple, dev: Device) -> None:
-        count, dim, full, named, variant = self.shape(args)
-        variant[count, dim](*full, device=dev, **named)
+        if self.lines or self.appended or self.named:
+            count, dim, full, named, variant = self.shape(args)
+            variant[count, dim](*full, device=dev, **named)
+            return
+        # the common case, without the intermediate tuples: a repeat call costs what a plain launch does
+        grid, dim = self.grid, self.config.dim
+        count = grid(args, dim, self.chosen) if self.takes_config else grid(args, dim)
+        self.variant[count, self.dim](*args, device=dev)
 
 
 class ReferenceFailed(CubeError):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,7 @@ class CudaBackend(DeviceBackend):
         self._several_devices = False
         self._pending_streams: set[int] = set()    # the streams they were launched on
         self._external_streams: dict[int, Any] = {}   # raw stream handles given to use_stream, wrapped
+        self._event_pools: dict[int, list] = {}      # GPU index -> CUDA events free for reuse (CudaEvent)
 
     # --- devices ------------------------------------------------------------------------
 
@@ -258,7 +260,9 @@ class CudaBackend(DeviceBackend):
     def _enqueue(self, cp, executable: Executable, cube_count, cube_dim, params: int) -> None:
         if self._several_devices and cp.cuda.runtime.getDevice() != executable.device_index:
             cp.cuda.runtime.setDevice(executable.device_index)
-        stream = cp.cuda.get_current_stream().ptr
+        stream = _NAMED.ptr
+        if stream is None:
+            stream = cp.cuda.get_current_stream().ptr
         cp.cuda.driver.launchKernel(executable.function.ptr, *cube_count, *cube_dim,
                                     executable.rendered.dynamic_shared_bytes, stream, params, 0)
         if executable.error is not None:
@@ -272,7 +276,7 @@ class CudaBackend(DeviceBackend):
         names = {BUFFER: "pointer", SHAPE: "extent", SCALAR: "scalar"}
         slots = tuple((names[kind], param, extra) if kind != SCALAR else ("scalar", param)
                       for kind, param, extra in executable.slots)
-        launch_kernel, current_stream = cp.cuda.driver.launchKernel, cp.cuda.get_current_stream
+        launch_kernel, current_stream, named = cp.cuda.driver.launchKernel, cp.cuda.get_current_stream, _NAMED
         function, shared = executable.function.ptr, executable.rendered.dynamic_shared_bytes
         (gx, gy, gz), (bx, by, bz) = cube_count, cube_dim
         if self._several_devices:
@@ -282,13 +286,17 @@ class CudaBackend(DeviceBackend):
             pending, streams = self._records(), self._pending_streams
 
             def launch(params: int) -> None:
-                stream = current_stream().ptr
+                stream = named.ptr
+                if stream is None:
+                    stream = current_stream().ptr
                 launch_kernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, 0)
                 pending[executable] = None
                 streams.add(stream)
         else:
             def launch(params: int) -> None:
-                launch_kernel(function, gx, gy, gz, bx, by, bz, shared, current_stream().ptr, params, 0)
+                stream = named.ptr
+                launch_kernel(function, gx, gy, gz, bx, by, bz, shared,
+                              current_stream().ptr if stream is None else stream, params, 0)
         return DirectLauncher(slots, executable.packer.submitter(launch))
 
     def xla_ffi_handler(self, executable: Executable, kernel: Kernel, properties: DeviceProperties, cube_count,
@@ -334,6 +342,13 @@ class CudaBackend(DeviceBackend):
         """Which GPU of the platform this device is (device arrays on another one are refused)."""
         return self._devices.get(properties, 0)
 
+    def direct_stream(self, stream, properties: DeviceProperties):
+        """The direct launchers read the stream a warm launch names from a thread-local before
+        CuPy's current stream: no CuPy stream context around the launch."""
+        if stream.__class__ is int:
+            return _NamedStream(stream)
+        return _NamedStream(_cupy_stream(_cupy(), stream, None, self._devices.get(properties, 0)).ptr)
+
     def use_stream(self, stream, properties: DeviceProperties):
         """A context in which ``stream`` is CuPy's current stream, which every launch (and the
         warm path) goes on. Raw handles (XLA's stream, called after call) wrap once."""
@@ -345,7 +360,15 @@ class CudaBackend(DeviceBackend):
         return _cupy_stream(_cupy(), stream, None, self._devices.get(properties, 0))
 
     def event(self, properties: DeviceProperties) -> CudaEvent:
-        return CudaEvent(_cupy())
+        index = self._devices.get(properties, 0)
+        pool = self._event_pools.get(index)
+        if pool is None:
+            pool = self._event_pools[index] = []
+        cp = _cupy()
+        if not pool and self._several_devices:
+            with cp.cuda.Device(index):           # a new event belongs to the GPU current at its creation
+                return CudaEvent(cp, pool)
+        return CudaEvent(cp, pool)
 
     def finish(self, properties: DeviceProperties | None) -> None:
         """Wait for all work on the device, every stream's."""
@@ -404,6 +427,31 @@ def _cupy_stream(cp, stream, kernel_name: str | None, device_index: int | None =
     return cp.cuda.ExternalStream(int(handle))
 
 
+class _LaunchStream(threading.local):
+    """The stream (a raw handle) that the warm launch under way on this thread names with
+    ``stream=``; None: CuPy's current stream."""
+
+    ptr: int | None = None
+
+
+_NAMED = _LaunchStream()
+
+
+class _NamedStream:
+    """``with _NamedStream(ptr):`` direct launches on this thread go to stream ``ptr``."""
+
+    __slots__ = ("ptr", "_before")
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def __enter__(self) -> None:
+        self._before, _NAMED.ptr = _NAMED.ptr, self.ptr
+
+    def __exit__(self, *exc) -> None:
+        _NAMED.ptr = self._before
+
+
 class _StreamHandle:
     """A raw stream handle, offered through the CUDA stream protocol."""
 
@@ -415,13 +463,29 @@ class _StreamHandle:
 
 
 class CudaEvent:
-    """A CUDA event recorded on CuPy's current stream; times on the GPU's clock."""
+    """A CUDA event recorded on CuPy's current stream (or a warm launch's ``stream=``); times on
+    the GPU's clock.
 
-    def __init__(self, cp):
-        self._cp, self._event, self._recorded = cp, cp.cuda.Event(), False
+    The CUDA events come from a pool per GPU: an event goes back when its CudaEvent is collected
+    (nothing can read it then), so a ``cb.profile()`` that records two per launch creates none
+    once warm."""
+
+    __slots__ = ("_cp", "_event", "_recorded", "_pool")
+    POOL_SIZE = 4096
+
+    def __init__(self, cp, pool: list):
+        self._cp, self._pool, self._recorded = cp, pool, False
+        self._event = pool.pop() if pool else cp.cuda.Event()
+
+    def __del__(self):
+        if len(self._pool) < CudaEvent.POOL_SIZE:
+            self._pool.append(self._event)
 
     def record(self) -> None:
-        self._event.record(self._cp.cuda.get_current_stream())
+        stream = _NAMED.ptr            # a warm launch's stream=, else CuPy's current stream
+        if stream is None:
+            stream = self._cp.cuda.get_current_stream().ptr
+        self._cp.cuda.runtime.eventRecord(self._event.ptr, stream)
         self._recorded = True
 
     def synchronize(self) -> None:

@@ -17,7 +17,8 @@ may (the defaults describe a backend whose launches run to completion on host me
   `device_array_platforms`, `disk_cached`, `source_forms`, `runtime_cube_dim` (with
   `prefers_shape_generic`, `accepts_shape_generic`, `units_limit` and `units_bound`);
 - devices: `device_count`, `device_index`;
-- work: `synchronize`, `event`, `use_stream`, `source`, `direct_launcher`, `xla_ffi_handler`;
+- work: `synchronize`, `event`, `use_stream` (with `direct_stream`), `source`, `direct_launcher`,
+  `xla_ffi_handler`;
 - memory (for `cb.preload`, `cb.from_dlpack`, `Resident.to_host`): `to_device`, `to_host`,
   `from_dlpack`.
 
@@ -152,6 +153,12 @@ class Backend:
     def use_stream(self, stream: Any, properties: DeviceProperties) -> AbstractContextManager:
         """A context in which launches (the warm path too) go on ``stream``."""
         raise ArgumentValueError(f"device '{self.name}' runs each launch to completion and takes no stream")
+
+    def direct_stream(self, stream: Any, properties: DeviceProperties) -> AbstractContextManager | None:
+        """A cheaper context than `use_stream` for a launch through a `DirectLauncher` on
+        ``stream`` (``stream=`` of a warm launch): it only has to send that launch there, not other
+        work (no copies go through a direct launch). None: `use_stream`."""
+        return None
 
     def source(self, kernel: Kernel, executable: Any, properties: DeviceProperties, form: str) -> str | None:
         """The generated code in ``form`` (one of `source_forms`); None: the IR is the source."""

@@ -171,9 +171,11 @@ class CompiledKernel:
         """A warm path on ``stream`` (made current where the backend can) and inside a
         ``cb.profile()`` (between two events); False, having launched nothing, where it cannot."""
         if stream is not None:
-            if not self.device.backend.takes_streams:
+            backend = self.device.backend
+            if not backend.takes_streams:
                 return False
-            with self.device.backend.use_stream(stream, self.device.properties):
+            scope = backend.direct_stream(stream, self.device.properties) if getattr(warm, "direct", False) else None
+            with scope or backend.use_stream(stream, self.device.properties):
                 return self.run_warm(warm, args, None)
         if not PROFILES:
             return warm(args)

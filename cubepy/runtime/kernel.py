@@ -59,6 +59,9 @@ def check_device_array(kernel_name: str, name: str, value: DeviceArray, dev: Dev
                                  f"launch on cb.device('{value.platform}:{value.device_id}')", kernel_name)
 
 
+_concat = tuple.__add__
+
+
 def _cacheable(extent) -> bool:
     """Whether a launch extent can key the launcher cache (ints only, never a bool)."""
     cls = extent.__class__
@@ -166,9 +169,9 @@ class KernelFunction:
         if count.__class__ is int and dim.__class__ is int:
             key = config
         elif count.__class__ is CubeCount and dim.__class__ is CubeDim:
-            # keyed by the extents (a 6-tuple, never equal to a 2-tuple key): the objects are
-            # usually made anew for each launch, and their dataclass __eq__/__hash__ cost more
-            key = (count.x, count.y, count.z, dim.x, dim.y, dim.z)
+            # keyed by the extents (a plain 6-tuple, never equal to a 2-tuple key): the objects
+            # are usually made anew for each launch
+            key = _concat(count, dim)
         else:
             if isinstance(count, np.integer) and isinstance(dim, np.integer):
                 count, dim = int(count), int(dim)           # NumPy ints from array arithmetic

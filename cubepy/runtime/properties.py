@@ -39,6 +39,11 @@ class DeviceProperties:
     # checks_per_cube
     checks_per_run: bool = False
 
+    def __hash__(self) -> int:
+        # Backends look their devices up by properties on every launch and event: hash what tells
+        # devices apart (equal properties have equal names), not all thirteen fields
+        return hash((self.name, self.backend))
+
     def supports(self, feature: str) -> bool:
         """Whether a feature flag (``"fp64"``, ``"fp16"``, ``"bf16"``, ``"plane_ops"``,
         ``"atomic_f32_add"``, ...) is present; unknown flags are False."""

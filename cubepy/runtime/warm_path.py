@@ -193,5 +193,5 @@ class _Writer:
         namespace = dict(self.namespace, submit=submit)
         exec(compile(source, "<cubepy warm path>", "exec"), namespace)
         warm = namespace["warm"]
-        warm.source = source
+        warm.source, warm.direct = source, True
         return warm

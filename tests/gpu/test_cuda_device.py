@@ -169,6 +169,32 @@ def test_launches_on_given_streams(cuda_device):
         saxpy.launch(16, 256, x, y, 1.0, device=cuda_device, stream="default")
 
 
+def test_a_warm_launch_goes_on_the_stream_it_names(cuda_device):
+    """The direct warm path sends a ``stream=`` launch to that stream (a thread-local the direct
+    launchers read, not CuPy's stream context): captured into a graph on that stream, it runs only
+    when the graph does."""
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(4096, dtype=cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    for stream in (s, s.ptr):
+        y = cp.zeros(4096, cp.float32)
+        launcher = saxpy[16, 256]
+        launcher(x, y, 1.0, device=cuda_device, stream=stream)        # the full path: y = x
+        s.synchronize()
+        assert hasattr(launcher.warm_path, "source")
+        s.begin_capture()
+        launcher(x, y, 1.0, device=cuda_device, stream=stream)        # warm and direct: into the graph
+        graph = s.end_capture()
+        np.testing.assert_allclose(cp.asnumpy(y), np.arange(4096))     # nothing ran yet
+        graph.launch(s)
+        s.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(y), 2 * np.arange(4096))
+    y = cp.zeros(4096, cp.float32)
+    saxpy[16, 256](x, y, 1.0, device=cuda_device)                      # and the next launch: the current stream
+    cp.cuda.get_current_stream().synchronize()
+    np.testing.assert_allclose(cp.asnumpy(y), np.arange(4096))
+
+
 def test_torch_streams(cuda_device):
     torch = pytest.importorskip("torch")
     x = torch.arange(4096, dtype=torch.float32, device="cuda")
