@@ -24,8 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from filelock import FileLock
-
 from .. import settings
 
 MAGIC = b"CUBEPY-CACHE-2\n"
@@ -68,6 +66,9 @@ class DiskCache:
             return found, True
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            # imported here, not with the module: it costs a fresh process 20-60 ms
+            from filelock import FileLock
+
             lock = FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
         except OSError:                   # a read-only cache: build without it
             self.stats.builds += 1
