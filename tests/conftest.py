@@ -75,6 +75,16 @@ def dev(request, monkeypatch) -> cb.Device:
     return cb.device(name, plane_dim=plane) if plane else cb.device(name)
 
 
+@pytest.fixture(autouse=True)
+def fresh_transfer_warnings(monkeypatch):
+    """The per-launch transfer warning comes once per (kernel, argument) and process: each test
+    starts with none given, whatever kernels of the same names earlier tests launched."""
+    from cubepy.runtime import residency
+
+    monkeypatch.setattr(residency, "_warned", set())
+    monkeypatch.setattr(residency, "_uploads", {})
+
+
 @pytest.fixture
 def rng(request) -> np.random.Generator:
     return np.random.default_rng([_SEED, zlib.crc32(request.node.nodeid.encode())])
