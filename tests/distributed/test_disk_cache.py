@@ -107,6 +107,19 @@ def test_four_processes_compiling_one_kernel_compile_it_once(tmp_path):
     assert sum(stats["disk_loads"] for stats, _ in results) == 3
 
 
+def test_an_entry_lock_held_elsewhere_makes_a_builder_wait_then_time_out(tmp_path, monkeypatch):
+    """The entry lock excludes another holder (another open of the file, as another process has),
+    waits while it is held, and says which lock when it waited too long."""
+    monkeypatch.setattr(disk_cache, "LOCK_TIMEOUT_S", 0.2)
+    path = tmp_path / "entry.lock"
+    with disk_cache.entry_lock(path):
+        with pytest.raises(TimeoutError, match="entry.lock"):
+            with disk_cache.entry_lock(path):
+                pass
+    with disk_cache.entry_lock(path):        # released: taken at once
+        pass
+
+
 def test_a_profile_tells_compiles_from_disk_loads(cache_dir):
     def make():
         @cb.kernel
