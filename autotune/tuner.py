@@ -95,11 +95,13 @@ class Tuned:
             raise ValueError(f"autotune '{kernel.__name__}': on_mismatch={on_mismatch!r}: use 'tune' (measure) or "
                              "'default' (launch the default config)")
         search.Budget(kernel.__name__, max_evals, max_seconds)       # a budget of 0 fails here, not at launch
-        self.kernel, self.grid, self.key_of = kernel, grid, key or self._default_key
+        self.kernel, self.grid = kernel, grid
         self._grid_takes_comptime = len(inspect.signature(grid).parameters) >= 3
         self._kinds = tuple(("tuned" if n in (comptime or {}) else "comptime") if isinstance(a, ComptimeSpec) else
                             "array" if isinstance(a, (ArraySpec, RegionSpec)) else "scalar"
                             for n, a in zip(sig.names, sig.annotations))
+        self._user_key = key is not None
+        self.key_of = key or _default_key_function(self._kinds, self._default_key)
         self.dims, self.comptime, self.lines = dims, dict(comptime or {}), lines
         self.valid, self.default = valid, default
         self.fastmath = [kernel.fastmath] if fastmath is None else list(fastmath)
@@ -456,7 +458,7 @@ class Tuned:
     def _key_text(self, args: tuple) -> str:
         """The key as text (what the disk cache stores): shapes as ints, dtypes by name."""
         key = self.key_of(args)
-        if self.key_of == self._default_key:
+        if not self._user_key:
             key = tuple((tuple(int(s) for s in k[0]), str(k[1]).rpartition(".")[2], k[2]) if isinstance(k, tuple)
                         and len(k) == 3 else k for k in key)
         return repr(key)
@@ -573,6 +575,27 @@ def autotune(kernel: KernelFunction, grid: Callable, *, key: Callable | None = N
 def _device_key(dev: Device) -> str:
     p = dev.properties
     return f"{p.backend}|{p.name}|plane={p.plane_dim}|cubepy={cb.__version__}"
+
+
+def _default_key_function(kinds: tuple[str, ...], general: Callable[[tuple], tuple]) -> Callable[[tuple], tuple]:
+    """`Tuned._default_key` written out for calls that pass every argument but the tuned trailing
+    Comptime ones (one expression per argument, no loop over kinds: the autotuned launcher keys
+    every call); ``general`` serves any other count."""
+    count = len(kinds)
+    while count and kinds[count - 1] == "tuned":
+        count -= 1
+    parts = []
+    for i, kind in enumerate(kinds[:count]):
+        a = f"a{i}"
+        parts.append(a if kind == "comptime" else "None" if kind == "tuned" else
+                     f"(({a}.array.shape, _dtype({a}.array), {a}.width) if {a}.__class__ is LinesArg else "
+                     f"({a}.shape, _dtype({a}), 1))" if kind == "array" else f"{a}.__class__.__name__")
+    names = "".join(f"a{i}, " for i in range(count))
+    source = (f"def key(args):\n    if len(args) != {count}:\n        return general(args)\n"
+              + (f"    {names}= args\n" if count else "") + f"    return ({''.join(p + ', ' for p in parts)})\n")
+    namespace = {"general": general, "_dtype": _dtype, "LinesArg": LinesArg}
+    exec(compile(source, "<cubepy autotune key>", "exec"), namespace)
+    return namespace["key"]
 
 
 def _dtype(a) -> Any:
