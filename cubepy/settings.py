@@ -12,6 +12,7 @@
 | print in kernels | CUBEPY_PRINT        | 1; 0 compiles every kernel's print(...) out                      |
 | print line cap  | CUBEPY_PRINT_LIMIT   | 1000 lines per launch; the rest are counted in a note             |
 | shape-generic   | CUBEPY_SHAPE_GENERIC | 1: one compile for the CubeDims a kernel does not need; 0: one each |
+| CPU ISA         | CUBEPY_CPU_ISA       | native; avx2: the host's without AVX-512 (an AVX2 machine's code)  |
 """
 
 from __future__ import annotations
@@ -78,6 +79,16 @@ def kernel_prints() -> bool:
 def shape_generic() -> bool:
     """CUBEPY_SHAPE_GENERIC: 0 compiles every CubeDim on its own (read when a kernel is specialized)."""
     return os.environ.get("CUBEPY_SHAPE_GENERIC", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def cpu_isa() -> str:
+    """CUBEPY_CPU_ISA: ``native`` (the host's instruction set) or ``avx2`` (the host's without
+    AVX-512: what an AVX2 machine such as a Zen 3 runs, measurable on an AVX-512 one). Read once,
+    when the CPU backend first starts LLVM."""
+    value = os.environ.get("CUBEPY_CPU_ISA", "native").strip().lower() or "native"
+    if value not in ("native", "avx2"):
+        raise ValueError(f"CUBEPY_CPU_ISA={value!r}: use native or avx2")
+    return value
 
 
 def print_limit() -> int:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cubepy import settings
 from cubepy.errors import ArgumentValueError, out_of_bounds
 from cubepy.ir import pipeline
 from cubepy.ir.nodes import Kernel
@@ -134,7 +135,8 @@ class CpuBackend(Backend):
         features = {"fp16", "fp64", "atomics", "plane_ops", "atomic_f32_add", "atomic_f64_add"}
         features |= {f"simd_f32x{lanes}"} | {f[1:] for f in feats if f[1:] in ("avx2", "avx512f", "fma", "f16c")
                                              and f.startswith("+")}
-        level = "" if opt_level == 3 else f", LLVM -O{opt_level}"
+        level = ("" if opt_level == 3 else f", LLVM -O{opt_level}") + (", AVX-512 off" if settings.cpu_isa() == "avx2"
+                                                                         else "")
         props = DeviceProperties(
             name=f"{host['cpu']} ({threads} threads, {lanes} f32 SIMD lanes{level})", backend=self.name,
             plane_dim=plane_dim, plane_size_min=plane_dim, plane_size_max=plane_dim, max_units_per_cube=1024,

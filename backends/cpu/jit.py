@@ -14,6 +14,7 @@ import os
 import threading
 from pathlib import Path
 
+from cubepy import settings
 from cubepy.errors import BackendUnavailableError
 from cubepy.runtime.disk_cache import DiskCache
 
@@ -44,7 +45,7 @@ def init():
             llvm.initialize_native_asmparser()
             target = llvm.Target.from_default_triple()
             cpu = llvm.get_host_cpu_name()
-            features = llvm.get_host_cpu_features().flatten()
+            features = _features(llvm.get_host_cpu_features(), settings.cpu_isa())
             def make_tm(opt=3):
                 return target.create_target_machine(cpu=cpu, features=features, opt=opt, reloc="default",
                                                     codemodel="jitdefault")
@@ -52,6 +53,21 @@ def init():
             _state.update(tm=tm, make_tm=make_tm, cpu=cpu, features=features, triple=target.triple,
                           datalayout=str(tm.target_data), tms={3: tm})
     return _state
+
+
+# what AVX-512 brings (LLVM's names): off for CUBEPY_CPU_ISA=avx2
+_AVX512 = ("avx512", "avx10", "evex512", "amx")
+
+
+def _features(host_features, isa: str) -> str:
+    """The target features: the host's, or (``avx2``) the host's without AVX-512."""
+    if isa == "avx2":
+        if not host_features.get("avx2"):
+            raise BackendUnavailableError("CUBEPY_CPU_ISA=avx2, but this CPU has no AVX2")
+        for name in list(host_features):
+            if name.startswith(_AVX512):
+                host_features[name] = False
+    return host_features.flatten()
 
 
 def host() -> dict:

@@ -95,7 +95,8 @@ def build_c():
     try:
         tmp = Path(tempfile.mkdtemp(prefix="cubepy-bench-"))
         (tmp / "k.c").write_text(C_SOURCE)
-        subprocess.run(["gcc", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-o", str(tmp / "k.so"),
+        isa = ["-mno-avx512f"] if cb.settings.cpu_isa() == "avx2" else []     # the same ISA as cubepy's code
+        subprocess.run(["gcc", "-O3", "-march=native", *isa, "-fopenmp", "-shared", "-fPIC", "-o", str(tmp / "k.so"),
                         str(tmp / "k.c")], check=True, capture_output=True)
         lib = ctypes.CDLL(str(tmp / "k.so"))
     except (OSError, subprocess.CalledProcessError) as e:
@@ -110,6 +111,11 @@ def build_c():
 
 
 def build_numba():
+    if cb.settings.cpu_isa() == "avx2":          # numba compiles for the same target as cubepy
+        from cubepy.backends.cpu import jit
+
+        os.environ.setdefault("NUMBA_CPU_NAME", jit.host()["cpu"])
+        os.environ.setdefault("NUMBA_CPU_FEATURES", jit.host()["features"])
     try:
         import numba
     except ImportError as e:
@@ -178,7 +184,8 @@ def main() -> None:
     reps = args.reps
     dev = cb.device("cpu")
     from cubepy.bench.machine import cpu_model, simd_width_bits
-    print(f"cpu: {cpu_model()} ({simd_width_bits()}-bit SIMD, {os.cpu_count()} cores); {dev}", flush=True)
+    print(f"cpu: {cpu_model()} ({simd_width_bits()}-bit SIMD, {os.cpu_count()} cores; code for "
+          f"CUBEPY_CPU_ISA={cb.settings.cpu_isa()}); {dev}", flush=True)
     rows: list[dict] = []
 
     def row(name, impl, seconds, note="", **extra):
