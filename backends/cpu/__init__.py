@@ -12,6 +12,7 @@ fuzzer compiles hundreds of kernels at -O1).
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 import os
 import struct
@@ -218,13 +219,24 @@ class CpuBackend(Backend):
         if threads <= 1 or cubes < 2 or cubes * ex.units < SERIAL_UNITS:
             ex.run_range(addr, 0, cubes)
         else:
+            # `threads` runners in all, the launching thread one of them (a pool of `threads`
+            # beside it put three threads on two cores), each taking the next of 4 chunks per
+            # thread until none is left: the chunk count balances, the runners do not oversubscribe
             chunks = min(cubes, threads * 4)
             bounds = [cubes * i // chunks for i in range(chunks + 1)]
-            pool = self._pool(threads)
-            futures = [pool.submit(ex.run_range, addr, bounds[i], bounds[i + 1]) for i in range(1, chunks)]
-            ex.run_range(addr, bounds[0], bounds[1])
-            for f in futures:
-                f.result()
+            taken = itertools.count()          # next() on it is atomic under the GIL
+            run_range = ex.run_range
+
+            def run_chunks() -> None:
+                while (i := next(taken)) < chunks:
+                    run_range(addr, bounds[i], bounds[i + 1])
+            pool = self._pool(threads - 1)
+            futures = [pool.submit(run_chunks) for _ in range(threads - 1)]
+            try:
+                run_chunks()
+            finally:
+                for f in futures:
+                    f.result()
         if err is not None and err[0]:
             self._raise_oob(ex, kernel, err, cube_count, cube_dim)
 
