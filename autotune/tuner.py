@@ -121,6 +121,17 @@ class Tuned:
         self._compiled_here: set = set()
         self.measured = 0          # configs measured by this object (cache hits measure none)
 
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        if not self._user_key:
+            del state["key_of"]                # generated code: written again on load
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if not self._user_key:
+            self.key_of = _default_key_function(self._kinds, self._default_key)
+
     # --- public -----------------------------------------------------------------------------
 
     def __call__(self, *args, device: Device | str | None = None) -> None:

@@ -131,3 +131,21 @@ def test_tuned_launches_use_the_kernels_launcher_and_errors_point_at_the_caller(
     with pytest.raises(TypeError, match="expects a f32 scalar") as info:
         tuned(x, y, "fast", device="cpu")
     assert info.value.loc is not None and info.value.loc.filename == __file__
+
+
+def test_an_autotuned_launcher_pickles_and_keys_calls_as_before(rng):
+    """A launcher pickles (its generated key function is written again on load) and keys a call
+    as the general key does; a call with another argument count takes the general key."""
+    import pickle
+
+    from tests.autotune.kernels import axpy, lines_grid
+
+    tuned = autotune(axpy, lines_grid, dims=[64], comptime={"per_unit": [2]}, reps=1, rounds=1)
+    x = rng.standard_normal(512).astype(np.float32)
+    y = rng.standard_normal(512).astype(np.float32)
+    again = pickle.loads(pickle.dumps(tuned))
+    for args in ((x, y, 0.5), (x, cb.lines(y, 4), 0.5), (x, y)):
+        assert tuned.key_of(args) == again.key_of(args) == tuned._default_key(args)
+    want = y + 0.5 * x
+    again(x, y, 0.5, device="interp")
+    np.testing.assert_allclose(y, want, rtol=1e-6)
