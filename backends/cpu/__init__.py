@@ -17,6 +17,7 @@ import math
 import os
 import struct
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -80,6 +81,18 @@ class Executable:
         self.has_oob = bool(layout.oob_sites)
         self.units = math.prod(kernel.cube_dim)
         self._tls = threading.local()
+        self.fill = _filler(layout.slots)
+
+    def buffers(self) -> tuple:
+        """This thread's argument block and error record (kept between its launches, which finish
+        before they return): ``(block, its address, record or None, its address or 0)``."""
+        found = getattr(self._tls, "buffers", None)
+        if found is None:
+            block = ctypes.create_string_buffer(8 * self.nslots)
+            err = (ctypes.c_int64 * ERR_WORDS)() if self.has_oob else None
+            found = self._tls.buffers = (block, ctypes.addressof(block), err,
+                                         ctypes.addressof(err) if err is not None else 0)
+        return found
 
     def workspace(self) -> int:
         """This thread's workspace (64-byte aligned), kept between launches."""
@@ -95,6 +108,21 @@ class Executable:
 
     def run_range(self, block: int, first: int, last: int) -> None:
         self.fn(block, first, last, self.workspace())
+
+
+def _filler(slots: list) -> Callable:
+    """``fill(args, ccx, ccy, ccz, err) -> values``: the argument block's values in slot order,
+    written out once per executable (a launch then runs no loop over slot kinds)."""
+    exprs = []
+    for slot in slots:
+        kind = slot[0]
+        exprs.append(f"args[{slot[1]}].ctypes.data" if kind == "ptr" else
+                     f"args[{slot[1]}].shape[{slot[2]}]" if kind == "shape" else
+                     f"args[{slot[1]}]" if kind == "scalar" else "err" if kind == "err" else kind)
+    namespace: dict = {}
+    exec(compile(f"def fill(args, ccx, ccy, ccz, err):\n    return ({''.join(e + ', ' for e in exprs)})\n",
+                 "<cubepy cpu launch>", "exec"), namespace)
+    return namespace["fill"]
 
 
 class CpuBackend(Backend):
@@ -198,23 +226,8 @@ class CpuBackend(Backend):
         cubes = ccx * ccy * ccz
         if cubes == 0:
             return
-        values = []
-        for slot in ex.layout.slots:
-            kind = slot[0]
-            if kind == "ptr":
-                values.append(args[slot[1]].ctypes.data)
-            elif kind == "shape":
-                values.append(args[slot[1]].shape[slot[2]])
-            elif kind == "scalar":
-                values.append(args[slot[1]])
-            elif kind == "err":
-                err = (ctypes.c_int64 * ERR_WORDS)() if ex.has_oob else None
-                values.append(ctypes.addressof(err) if err is not None else 0)
-            else:
-                values.append({"ccx": ccx, "ccy": ccy, "ccz": ccz}[kind])
-        block = ctypes.create_string_buffer(8 * ex.nslots)
-        ex.struct.pack_into(block, 0, *values)
-        addr = ctypes.addressof(block)
+        block, addr, err, err_addr = ex.buffers()
+        ex.struct.pack_into(block, 0, *ex.fill(args, ccx, ccy, ccz, err_addr))
         threads = properties.compute_units
         if threads <= 1 or cubes < 2 or cubes * ex.units < SERIAL_UNITS:
             ex.run_range(addr, 0, cubes)
@@ -238,7 +251,9 @@ class CpuBackend(Backend):
                 for f in futures:
                     f.result()
         if err is not None and err[0]:
-            self._raise_oob(ex, kernel, err, cube_count, cube_dim)
+            record = (ctypes.c_int64 * ERR_WORDS).from_buffer_copy(err)
+            ctypes.memset(err, 0, ctypes.sizeof(err))     # clear for this thread's next launch
+            self._raise_oob(ex, kernel, record, cube_count, cube_dim)
 
     @staticmethod
     def _raise_oob(ex: Executable, kernel: Kernel, err, cube_count, cube_dim) -> None:
