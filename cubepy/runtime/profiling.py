@@ -10,7 +10,7 @@ once when the block ends, so profiling adds no synchronization per launch; for N
 includes their copies), compile time and count, host-to-device and device-to-host copies (count
 and bytes) and synchronizations.
 ``cb.preload``, ``to_host`` and ``device.synchronize()`` are counted under their own names.
-While a profile is active, launches skip the warm path (its launches are counted like any other).
+While a profile is active, warm launches too run between two events.
 """
 
 from __future__ import annotations
