@@ -20,7 +20,7 @@ import cubepy as cb
 # memory, through the warm launch path (tests/resident.py); for the interpreter, "cubes" runs it
 # at plane size 32 with checks once per cube, as the GPUs compile (the interpreter asserts what
 # the per-cube test claims: cubepy.ir.cube_checks).
-PLANE_SIZES = {"interp": (1, 8, 16, 32, 64, "cubes"), "cpu": (1, 8, 32, 64), "opencl": (None,),
+PLANE_SIZES = {"interp": (1, 8, 16, 32, 64, "cubes"), "cpu": (1, 8, 32, 64, "avx2"), "opencl": (None,),
                "wgpu": (None, 1, 32),       # the subgroup size, none, and planes emulated in workgroup memory
                "cuda": (None, "resident"),
                "hip": (None,)}
@@ -72,6 +72,11 @@ def dev(request, monkeypatch) -> cb.Device:
         return cb.device(name)
     if plane == "cubes":
         return cb.device(name, plane_dim=32, checks_per_cube=True, checks_per_run=True)
+    if plane == "avx2":            # the code an AVX2 machine runs, on any host that has AVX2
+        found = cb.device(name, isa="avx2")
+        if not found.available:
+            pytest.skip(f"no AVX2 code here: {found.reason}")
+        return found
     return cb.device(name, plane_dim=plane) if plane else cb.device(name)
 
 

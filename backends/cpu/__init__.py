@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cubepy import settings
 from cubepy.errors import ArgumentValueError, out_of_bounds
 from cubepy.ir import pipeline
 from cubepy.ir.nodes import Kernel
@@ -135,19 +134,23 @@ class CpuBackend(Backend):
         self._pools: dict[int, ThreadPoolExecutor] = {}
         self._pool_lock = threading.Lock()
         self._opt_levels: dict[DeviceProperties, int] = {}     # LLVM -O per probed device (default 3)
+        self._isas: dict[DeviceProperties, str] = {}           # instruction set per probed device (jit.ISAS)
 
     # --- device -----------------------------------------------------------------------------
 
-    def probe(self, plane_dim=None, threads=None, races=False, opt_level=3, **options) -> DeviceProperties:
+    def probe(self, plane_dim=None, threads=None, races=False, opt_level=3, isa=None, **options) -> DeviceProperties:
         if options:
             raise ArgumentValueError(f"unknown option(s) for the CPU device: {', '.join(sorted(options))}; "
-                                     "it takes plane_dim, threads and opt_level")
+                                     "it takes plane_dim, threads, opt_level and isa")
         if isinstance(opt_level, bool) or opt_level not in (0, 1, 2, 3):
             raise ArgumentValueError(f"the CPU device's opt_level must be 0, 1, 2 or 3 (LLVM's -O), got {opt_level!r}")
         from . import jit
 
         host = jit.init()
-        lanes = jit.simd_f32_lanes()
+        isa = host["isa"] if isa is None else isa
+        if isa not in jit.ISAS:
+            raise ArgumentValueError(f"the CPU device's isa must be one of {', '.join(jit.ISAS)}, got {isa!r}")
+        lanes = jit.simd_f32_lanes(isa)
         if plane_dim is None:
             plane_dim = lanes
         if isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
@@ -160,12 +163,11 @@ class CpuBackend(Backend):
             raise ArgumentValueError(f"the CPU device's threads must be a positive int, got {threads!r}")
         if races:
             raise ArgumentValueError("race detection (races=True) is only available on the 'interp' device")
-        feats = set(host["features"].split(","))
+        feats = set(jit.features(isa).split(","))
         features = {"fp16", "fp64", "atomics", "plane_ops", "atomic_f32_add", "atomic_f64_add"}
         features |= {f"simd_f32x{lanes}"} | {f[1:] for f in feats if f[1:] in ("avx2", "avx512f", "fma", "f16c")
                                              and f.startswith("+")}
-        level = ("" if opt_level == 3 else f", LLVM -O{opt_level}") + (", AVX-512 off" if settings.cpu_isa() == "avx2"
-                                                                         else "")
+        level = ("" if opt_level == 3 else f", LLVM -O{opt_level}") + (", AVX-512 off" if isa == "avx2" else "")
         props = DeviceProperties(
             name=f"{host['cpu']} ({threads} threads, {lanes} f32 SIMD lanes{level})", backend=self.name,
             plane_dim=plane_dim, plane_size_min=plane_dim, plane_size_max=plane_dim, max_units_per_cube=1024,
@@ -173,6 +175,7 @@ class CpuBackend(Backend):
             shared_memory_per_cube=65536, vector_widths=(1, 2, 4, 8, 16), compute_units=threads,
             features=frozenset(features), checks_per_cube=True, guards_per_cube=True, checks_per_run=True)
         self._opt_levels[props] = opt_level
+        self._isas[props] = isa
         return props
 
     # --- compile ----------------------------------------------------------------------------
@@ -184,14 +187,16 @@ class CpuBackend(Backend):
         host = jit.init()
         plane_dim = kernel.plane_dim or properties.plane_dim
         levels = pipeline.analysis(kernel, "uniformity")      # stored by the compile pipeline
-        gen = Codegen(kernel, plane_dim, levels, vf=GANG_VECTORS * jit.simd_f32_lanes())
+        isa = self._isas.get(properties) if properties is not None else None
+        gen = Codegen(kernel, plane_dim, levels, vf=GANG_VECTORS * jit.simd_f32_lanes(isa))
         return gen.generate(host["triple"], host["datalayout"])
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
         from . import jit
 
         llvm_ir, layout = self.generate(kernel, properties)
-        loaded, from_disk = jit.load(llvm_ir, layout.entry, self._opt_levels.get(properties, 3))
+        loaded, from_disk = jit.load(llvm_ir, layout.entry, self._opt_levels.get(properties, 3),
+                                     self._isas.get(properties))
         return Executable(kernel, llvm_ir, layout, loaded, from_disk)
 
     def source(self, kernel: Kernel, executable: Executable, properties: DeviceProperties, form: str = "source"):
@@ -200,8 +205,9 @@ class CpuBackend(Backend):
         if form in ("optimized", "asm"):
             from . import jit
 
-            mod = jit.optimize(executable.llvm_ir, self._opt_levels.get(properties, 3))
-            return str(mod) if form == "optimized" else jit._tm(self._opt_levels.get(properties, 3)).emit_assembly(mod)
+            opt, isa = self._opt_levels.get(properties, 3), self._isas.get(properties)
+            mod = jit.optimize(executable.llvm_ir, opt, isa)
+            return str(mod) if form == "optimized" else jit._tm(opt, isa).emit_assembly(mod)
         raise ArgumentValueError(f"the CPU backend's source forms are 'source', 'optimized' and 'asm', not {form!r}")
 
     # --- launch -----------------------------------------------------------------------------

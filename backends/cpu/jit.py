@@ -45,13 +45,22 @@ def init():
             llvm.initialize_native_asmparser()
             target = llvm.Target.from_default_triple()
             cpu = llvm.get_host_cpu_name()
-            features = _features(llvm.get_host_cpu_features(), settings.cpu_isa())
-            def make_tm(opt=3):
-                return target.create_target_machine(cpu=cpu, features=features, opt=opt, reloc="default",
-                                                    codemodel="jitdefault")
+            isa = settings.cpu_isa()
+            by_isa: dict[str, str] = {}
+
+            def isa_features(which: str) -> str:
+                found = by_isa.get(which)
+                if found is None:
+                    found = by_isa[which] = _features(llvm.get_host_cpu_features(), which)
+                return found
+
+            def make_tm(opt=3, which=isa):
+                return target.create_target_machine(cpu=cpu, features=isa_features(which), opt=opt,
+                                                    reloc="default", codemodel="jitdefault")
             tm = make_tm()
-            _state.update(tm=tm, make_tm=make_tm, cpu=cpu, features=features, triple=target.triple,
-                          datalayout=str(tm.target_data), tms={3: tm})
+            _state.update(tm=tm, make_tm=make_tm, cpu=cpu, isa=isa, features=isa_features(isa),
+                          isa_features=isa_features, triple=target.triple, datalayout=str(tm.target_data),
+                          tms={(3, isa): tm})
     return _state
 
 
@@ -59,11 +68,14 @@ def init():
 _AVX512 = ("avx512", "avx10", "evex512", "amx")
 
 
+ISAS = ("native", "avx2")
+
+
 def _features(host_features, isa: str) -> str:
     """The target features: the host's, or (``avx2``) the host's without AVX-512."""
     if isa == "avx2":
         if not host_features.get("avx2"):
-            raise BackendUnavailableError("CUBEPY_CPU_ISA=avx2, but this CPU has no AVX2")
+            raise BackendUnavailableError("the avx2 instruction set was asked for, but this CPU has no AVX2")
         for name in list(host_features):
             if name.startswith(_AVX512):
                 host_features[name] = False
@@ -74,8 +86,14 @@ def host() -> dict:
     return init()
 
 
-def simd_f32_lanes() -> int:
-    feats = set(host()["features"].split(","))
+def features(isa: str | None = None) -> str:
+    """The target features of instruction set ``isa`` (default: CUBEPY_CPU_ISA's)."""
+    st = init()
+    return st["isa_features"](isa or st["isa"])
+
+
+def simd_f32_lanes(isa: str | None = None) -> int:
+    feats = set(features(isa).split(","))
     if "+avx512f" in feats:
         return 16
     if "+avx" in feats:
@@ -83,20 +101,21 @@ def simd_f32_lanes() -> int:
     return 4
 
 
-def _tm(opt: int):
-    """The shared target machine of an optimization level (made once per level)."""
+def _tm(opt: int, isa: str | None = None):
+    """The shared target machine of an optimization level and instruction set (made once each)."""
     st = init()
+    key = (opt, isa or st["isa"])
     with _lock:
-        if opt not in st["tms"]:
-            st["tms"][opt] = st["make_tm"](opt)
-    return st["tms"][opt]
+        if key not in st["tms"]:
+            st["tms"][key] = st["make_tm"](*key)
+    return st["tms"][key]
 
 
-def cache_key(llvm_ir: str, opt: int = 3) -> str:
+def cache_key(llvm_ir: str, opt: int = 3, isa: str | None = None) -> str:
     st = init()
     h = hashlib.sha256()
     for part in (CODEGEN_VERSION, llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
-                 st["cpu"], st["features"], f"O{opt}", llvm_ir):
+                 st["cpu"], features(isa), f"O{opt}", llvm_ir):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -105,7 +124,7 @@ def cache_key(llvm_ir: str, opt: int = 3) -> str:
 CACHE = DiskCache("cpu", ".o")
 
 
-def optimize(llvm_ir: str, opt: int = 3):
+def optimize(llvm_ir: str, opt: int = 3, isa: str | None = None):
     """Parse and optimize (O3 with the vectorizers by default; ``opt`` 0-2 for a faster compile,
     e.g. when fuzzing); return the module."""
     if os.environ.get("CUBEPY_CPU_DUMP"):
@@ -117,19 +136,19 @@ def optimize(llvm_ir: str, opt: int = 3):
     pto.slp_vectorization = opt >= 2
     pto.loop_unrolling = opt >= 2
     pto.loop_interleaving = opt >= 2
-    pb = llvm.create_pass_builder(_tm(opt), pto)
+    pb = llvm.create_pass_builder(_tm(opt, isa), pto)
     pm = pb.getModulePassManager()
     pm.run(mod, pb)
     return mod
 
 
-def compile_object(llvm_ir: str, opt: int = 3) -> tuple[bytes, bool]:
+def compile_object(llvm_ir: str, opt: int = 3, isa: str | None = None) -> tuple[bytes, bool]:
     """Object code for ``llvm_ir``: (bytes, came_from_disk); compiled once across processes."""
     def build() -> bytes:
         stats["compiles"] += 1
-        return _tm(opt).emit_object(optimize(llvm_ir, opt))
+        return _tm(opt, isa).emit_object(optimize(llvm_ir, opt, isa))
     corrupt = CACHE.stats.corrupt
-    obj, from_disk = CACHE.get_or_build(cache_key(llvm_ir, opt), build)
+    obj, from_disk = CACHE.get_or_build(cache_key(llvm_ir, opt, isa), build)
     stats["corrupt"] += CACHE.stats.corrupt - corrupt
     if from_disk:
         stats["disk_hits"] += 1
@@ -153,13 +172,13 @@ class Loaded:
             raise RuntimeError(f"symbol {symbol} not found in the compiled object")
 
 
-def load(llvm_ir: str, symbol: str, opt: int = 3) -> tuple[Loaded, bool]:
-    obj, cached = compile_object(llvm_ir, opt)
+def load(llvm_ir: str, symbol: str, opt: int = 3, isa: str | None = None) -> tuple[Loaded, bool]:
+    obj, cached = compile_object(llvm_ir, opt, isa)
     try:
         return Loaded(obj, symbol), cached
     except Exception:
         if not cached:
             raise
         stats["corrupt"] += 1
-        CACHE.discard(cache_key(llvm_ir, opt))
-        return load(llvm_ir, symbol, opt)
+        CACHE.discard(cache_key(llvm_ir, opt, isa))
+        return load(llvm_ir, symbol, opt, isa)

@@ -243,3 +243,23 @@ def test_avx2_code_on_any_avx2_host(tmp_path, rng):
     bad = subprocess.run([sys.executable, "-c", "import cubepy as cb; cb.device('cpu').require()"],
                          env=dict(env, CUBEPY_CPU_ISA="avx3"), capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "CUBEPY_CPU_ISA='avx3': use native or avx2" in bad.stderr
+
+
+def test_the_instruction_set_is_a_device_option_too(rng):
+    """``cb.device("cpu", isa="avx2")`` gives AVX2 code in a process whose default is native: its
+    own target machine and disk-cache entries, plane size 8, 256-bit registers only, the same
+    answers; an unknown isa names the choices."""
+    from cubepy.backends.cpu import jit
+
+    if "+avx2" not in jit.features("native").split(","):
+        pytest.skip("this CPU has no AVX2")
+    dev = cb.device("cpu", isa="avx2")
+    assert dev.properties.plane_dim == 8 and "avx512f" not in dev.properties.features
+    x, y = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    want = y + 2 * x
+    saxpy[4, 256](x, y, 2.0, device=dev)
+    np.testing.assert_array_equal(y, want)
+    asm = saxpy.compile(x, y, 2.0, dim=256, device=dev).source("asm")
+    assert "ymm" in asm and "zmm" not in asm
+    with pytest.raises(ValueError, match="isa must be one of native, avx2, got .sse."):
+        cb.device("cpu", isa="sse")
