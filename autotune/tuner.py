@@ -101,7 +101,8 @@ class Tuned:
                             "array" if isinstance(a, (ArraySpec, RegionSpec)) else "scalar"
                             for n, a in zip(sig.names, sig.annotations))
         self._user_key = key is not None
-        self.key_of = key or _default_key_function(self._kinds, self._default_key)
+        self._keys_by_count: dict[int, Callable[[tuple], tuple]] = {}
+        self.key_of = key or self._default_key_of(_count_without_trailing_tuned(self._kinds))
         self.dims, self.comptime, self.lines = dims, dict(comptime or {}), lines
         self.valid, self.default = valid, default
         self.fastmath = [kernel.fastmath] if fastmath is None else list(fastmath)
@@ -123,14 +124,15 @@ class Tuned:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
+        state["_keys_by_count"] = {}           # generated code: written again on load
         if not self._user_key:
-            del state["key_of"]                # generated code: written again on load
+            del state["key_of"]
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if not self._user_key:
-            self.key_of = _default_key_function(self._kinds, self._default_key)
+            self.key_of = self._default_key_of(_count_without_trailing_tuned(self._kinds))
 
     # --- public -----------------------------------------------------------------------------
 
@@ -477,10 +479,14 @@ class Tuned:
     def _default_key(self, args: tuple) -> tuple:
         """Shapes and dtypes of the arrays (the objects themselves: cheap to build and to hash on
         every call; `_key_text` spells them out), types of the scalars, untuned Comptime values."""
-        return tuple([arg if kind == "comptime" else None if kind == "tuned" else (
-            ((arg.array.shape, _dtype(arg.array), arg.width) if arg.__class__ is LinesArg else
-             (arg.shape, _dtype(arg), 1)) if kind == "array" else arg.__class__.__name__)
-            for arg, kind in zip(args, self._kinds)])
+        return self._default_key_of(len(args))(args)
+
+    def _default_key_of(self, count: int) -> Callable[[tuple], tuple]:
+        """`_default_key` for calls of ``count`` arguments, written out once per count."""
+        found = self._keys_by_count.get(count)
+        if found is None:
+            found = self._keys_by_count[count] = _key_function(count, self._kinds, self._default_key)
+        return found
 
     def _device(self, device) -> Device:
         if device is None:
@@ -588,23 +594,27 @@ def _device_key(dev: Device) -> str:
     return f"{p.backend}|{p.name}|plane={p.plane_dim}|cubepy={cb.__version__}"
 
 
-def _default_key_function(kinds: tuple[str, ...], general: Callable[[tuple], tuple]) -> Callable[[tuple], tuple]:
-    """`Tuned._default_key` written out for calls that pass every argument but the tuned trailing
-    Comptime ones (one expression per argument, no loop over kinds: the autotuned launcher keys
-    every call); ``general`` serves any other count."""
+def _count_without_trailing_tuned(kinds: tuple[str, ...]) -> int:
+    """How many arguments a call usually passes: all but the tuned Comptime ones at the end."""
     count = len(kinds)
     while count and kinds[count - 1] == "tuned":
         count -= 1
+    return count
+
+
+def _key_function(count: int, kinds: tuple[str, ...], other_counts: Callable[[tuple], tuple]) -> Callable:
+    """The default key of calls with ``count`` arguments (the kinds of the first ones; arguments
+    past the kernel's parameters are not keyed), one expression per argument: the autotuned
+    launcher keys every call, so no loop over kinds. ``other_counts`` serves other counts."""
     parts = []
     for i, kind in enumerate(kinds[:count]):
-        a = f"a{i}"
+        a = f"args[{i}]"
         parts.append(a if kind == "comptime" else "None" if kind == "tuned" else
                      f"(({a}.array.shape, _dtype({a}.array), {a}.width) if {a}.__class__ is LinesArg else "
                      f"({a}.shape, _dtype({a}), 1))" if kind == "array" else f"{a}.__class__.__name__")
-    names = "".join(f"a{i}, " for i in range(count))
-    source = (f"def key(args):\n    if len(args) != {count}:\n        return general(args)\n"
-              + (f"    {names}= args\n" if count else "") + f"    return ({''.join(p + ', ' for p in parts)})\n")
-    namespace = {"general": general, "_dtype": _dtype, "LinesArg": LinesArg}
+    source = (f"def key(args):\n    if len(args) != {count}:\n        return other_counts(args)\n"
+              f"    return ({''.join(p + ', ' for p in parts)})\n")
+    namespace = {"other_counts": other_counts, "_dtype": _dtype, "LinesArg": LinesArg}
     exec(compile(source, "<cubepy autotune key>", "exec"), namespace)
     return namespace["key"]
 

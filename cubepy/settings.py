@@ -81,13 +81,16 @@ def shape_generic() -> bool:
     return os.environ.get("CUBEPY_SHAPE_GENERIC", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+CPU_ISAS = ("native", "avx2")      # the cpu device's instruction sets (its ``isa`` option)
+
+
 def cpu_isa() -> str:
     """CUBEPY_CPU_ISA: ``native`` (the host's instruction set) or ``avx2`` (the host's without
     AVX-512: what an AVX2 machine such as a Zen 3 runs, measurable on an AVX-512 one). Read once,
     when the CPU backend first starts LLVM."""
     value = os.environ.get("CUBEPY_CPU_ISA", "native").strip().lower() or "native"
-    if value not in ("native", "avx2"):
-        raise ValueError(f"CUBEPY_CPU_ISA={value!r}: use native or avx2")
+    if value not in CPU_ISAS:
+        raise ValueError(f"CUBEPY_CPU_ISA={value!r}: use {' or '.join(CPU_ISAS)}")
     return value
 
 

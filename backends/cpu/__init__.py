@@ -66,7 +66,6 @@ class Executable:
         self.from_disk = from_disk
         self.fn = _ENTRY(loaded.address)
         fmt = "<"
-        self.plan = []              # how to fill the slots: ("ptr", i) / ("shape", i, d) / ("scalar", i)
         for slot in layout.slots:
             kind = slot[0]
             if kind == "scalar":

@@ -68,7 +68,7 @@ def init():
 _AVX512 = ("avx512", "avx10", "evex512", "amx")
 
 
-ISAS = ("native", "avx2")
+ISAS = settings.CPU_ISAS
 
 
 def _features(host_features, isa: str) -> str:

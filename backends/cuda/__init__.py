@@ -260,9 +260,7 @@ class CudaBackend(DeviceBackend):
     def _enqueue(self, cp, executable: Executable, cube_count, cube_dim, params: int) -> None:
         if self._several_devices and cp.cuda.runtime.getDevice() != executable.device_index:
             cp.cuda.runtime.setDevice(executable.device_index)
-        stream = _NAMED.ptr
-        if stream is None:
-            stream = cp.cuda.get_current_stream().ptr
+        stream = _launch_stream(cp)
         cp.cuda.driver.launchKernel(executable.function.ptr, *cube_count, *cube_dim,
                                     executable.rendered.dynamic_shared_bytes, stream, params, 0)
         if executable.error is not None:
@@ -437,6 +435,13 @@ class _LaunchStream(threading.local):
 _NAMED = _LaunchStream()
 
 
+def _launch_stream(cp) -> int:
+    """The stream a launch goes on: the warm launch's ``stream=``, else CuPy's current stream.
+    (The direct launchers inline this: it is their whole per-launch cost beside the launch.)"""
+    stream = _NAMED.ptr
+    return cp.cuda.get_current_stream().ptr if stream is None else stream
+
+
 class _NamedStream:
     """``with _NamedStream(ptr):`` direct launches on this thread go to stream ``ptr``."""
 
@@ -482,10 +487,7 @@ class CudaEvent:
             self._pool.append(self._event)
 
     def record(self) -> None:
-        stream = _NAMED.ptr            # a warm launch's stream=, else CuPy's current stream
-        if stream is None:
-            stream = self._cp.cuda.get_current_stream().ptr
-        self._cp.cuda.runtime.eventRecord(self._event.ptr, stream)
+        self._cp.cuda.runtime.eventRecord(self._event.ptr, _launch_stream(self._cp))
         self._recorded = True
 
     def synchronize(self) -> None:

@@ -144,8 +144,12 @@ def test_an_autotuned_launcher_pickles_and_keys_calls_as_before(rng):
     x = rng.standard_normal(512).astype(np.float32)
     y = rng.standard_normal(512).astype(np.float32)
     again = pickle.loads(pickle.dumps(tuned))
-    for args in ((x, y, 0.5), (x, cb.lines(y, 4), 0.5), (x, y)):
-        assert tuned.key_of(args) == again.key_of(args) == tuned._default_key(args)
+    f32_array = ((512,), np.dtype(np.float32), 1)
+    expected = [((x, y, 0.5), (f32_array, f32_array, "float")),
+                ((x, cb.lines(y, 4), 0.5), (f32_array, ((512,), np.dtype(np.float32), 4), "float")),
+                ((x, y), (f32_array, f32_array))]        # another argument count
+    for args, want in expected:
+        assert tuned.key_of(args) == again.key_of(args) == want
     want = y + 0.5 * x
     again(x, y, 0.5, device="interp")
     np.testing.assert_allclose(y, want, rtol=1e-6)
