@@ -3,6 +3,7 @@
     python -m tests.fuzz --devices cpu,opencl --minutes 60 --workers 2
     python -m tests.fuzz --devices cuda --minutes 6 --workers 12
     python -m tests.fuzz --replay 4711 --devices opencl        # shrink one seed and print it
+    python -m tests.fuzz --devices cpu,opencl --alternate      # each kernel on one of them, in turn
 
 ``--devices`` takes backends (``cpu`` runs at plane sizes 8, 32, 1 and 64 by turns, or give ``cpu-p64``;
 ``cpu-O1`` takes the turns at LLVM -O1, as CI does; ``interp-gpu`` is the interpreter running the
@@ -20,18 +21,23 @@ import sys
 import time
 
 
-def _targets(devices: list[str]):
-    """seed -> the targets it runs on: backends without a plane size take turns at 1, 8, 32, 64."""
+def _targets(devices: list[str], alternate: bool = False):
+    """seed -> the targets it runs on: backends without a plane size take turns at 1, 8, 32, 64;
+    with ``alternate`` each seed runs on one of the devices, in turn (their plane sizes turn too)."""
     planes = {"cpu": (8, 32, 1, 64), "interp": (8, 32, 1, 64)}
 
     def assign(seed: int) -> list[str]:
         out = []
-        for d in devices:
+        if alternate:
+            chosen, turn = [devices[seed % len(devices)]], seed // len(devices)
+        else:
+            chosen, turn = devices, seed
+        for d in chosen:
             base, *rest = d.split("-")
             if base not in planes or any(part.startswith("p") for part in rest):
                 out.append(d)
             else:
-                out.append("-".join([base, f"p{planes[base][seed % len(planes[base])]}", *rest]))
+                out.append("-".join([base, f"p{planes[base][turn % len(planes[base])]}", *rest]))
         return out
     return assign
 
@@ -66,9 +72,11 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=40, help="statements per kernel (default 40)")
     ap.add_argument("--replay", type=int, default=None, help="run one seed, shrink it if it fails, print it")
     ap.add_argument("--no-shrink", action="store_true", help="print failures without shrinking them")
+    ap.add_argument("--alternate", action="store_true",
+                    help="run each kernel on one of the devices, in turn, instead of on all of them")
     args = ap.parse_args(argv)
     devices = [d.strip() for d in args.devices.split(",") if d.strip()]
-    assign = _targets(devices)
+    assign = _targets(devices, args.alternate)
     if args.replay is not None:
         from .campaign import check_isolated, excluded
         from .generate import generate

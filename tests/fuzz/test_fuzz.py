@@ -174,3 +174,12 @@ def test_the_host_harness_runs_cuda_source_as_the_interpreter_does_and_sees_plan
         return source[:body] + planted + source[body:]
     assert any("signed integer overflow" in line for line in run_on_host(seed, edit=overflowing).undefined)
 
+
+
+def test_alternating_devices_take_turns_and_so_do_their_plane_sizes():
+    from .__main__ import _targets
+
+    got = [_targets(["cpu", "opencl"], alternate=True)(seed) for seed in range(8)]
+    assert got[1::2] == [["opencl"]] * 4
+    assert sorted(t for [t] in got[0::2]) == ["cpu-p1", "cpu-p32", "cpu-p64", "cpu-p8"]
+    assert _targets(["cpu", "opencl"])(1) == ["cpu-p32", "opencl"]
