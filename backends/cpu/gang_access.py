@@ -6,7 +6,7 @@ import math
 
 from cubepy.ir.nodes import Block, Const, Op, walk
 
-from .llvmtext import ltype, mangle
+from .llvmtext import ltype, mangle, masked_pointer
 
 # how many loop iterations ahead a gang prefetches a grid-stride load (see _gprefetch)
 PREFETCH_AHEAD = 16
@@ -76,10 +76,10 @@ class GangAccessMixin:
         if value is None:
             self._gprefetch(base, sty, d0, indices, al)
             r = self._call(f"llvm.masked.load.{vm}.p0", vty,
-                           [(f"ptr align {al}", p), (mt, m), (vty, "zeroinitializer")])
+                           [*masked_pointer("ptr", p, al), (mt, m), (vty, "zeroinitializer")])
             fn.emit(f"store {vty} {r}, ptr {res}")
         else:
-            self._vcall(f"llvm.masked.store.{vm}.p0", [(vty, mem_v), (f"ptr align {al}", p), (mt, m)])
+            self._vcall(f"llvm.masked.store.{vm}.p0", [(vty, mem_v), *masked_pointer("ptr", p, al), (mt, m)])
         fn.br(end)
         fn.block(gat_l)
         if flat:
@@ -88,10 +88,10 @@ class GangAccessMixin:
         pv = lanes.vector("ptr")
         if value is None:
             r = self._call(f"llvm.masked.gather.{vm}.v{VF}p0", vty,
-                           [(f"{pv} align {al}", ps), (mt, m), (vty, "zeroinitializer")])
+                           [*masked_pointer(pv, ps, al), (mt, m), (vty, "zeroinitializer")])
             fn.emit(f"store {vty} {r}, ptr {res}")
         else:
-            self._vcall(f"llvm.masked.scatter.{vm}.v{VF}p0", [(vty, mem_v), (f"{pv} align {al}", ps), (mt, m)])
+            self._vcall(f"llvm.masked.scatter.{vm}.v{VF}p0", [(vty, mem_v), *masked_pointer(pv, ps, al), (mt, m)])
         fn.br(end)
         fn.block(end)
         if value is None:

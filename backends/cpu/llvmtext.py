@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -10,6 +11,23 @@ from cubepy.ir.types import DType, Type
 
 _FLOAT = {16: "half", 32: "float", 64: "double"}
 _MANGLE = {"half": "f16", "float": "f32", "double": "f64", "bfloat": "bf16"}
+
+
+@functools.cache
+def _llvm_major() -> int:
+    try:
+        import llvmlite.binding as llvm
+    except ImportError:      # the backend reports it when it starts
+        return 0
+    return llvm.llvm_version_info[0]
+
+
+def masked_pointer(ptr_type: str, ptr: str, align: int) -> list[tuple[str, str]]:
+    """The pointer operand(s) of ``llvm.masked.{load,store,gather,scatter}``: LLVM 22 takes the
+    alignment as the pointer's ``align`` attribute, earlier releases as an ``i32`` after it."""
+    if _llvm_major() >= 22:
+        return [(f"{ptr_type} align {align}", ptr)]
+    return [(ptr_type, ptr), ("i32", str(align))]
 
 
 def scalar_type(d: DType, mem: bool = False) -> str:
