@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import warnings
 from pathlib import Path
 
 from cubepy import settings
@@ -27,6 +28,12 @@ except ImportError as e:  # pragma: no cover - the device reports one line
 
 CODEGEN_VERSION = "cpu-3"
 
+# LLVM releases known to miscompile this backend's code: LLVM 22.1 (llvmlite 0.48 to 0.50) takes the
+# floor-mod sign fix-up for a positive remainder in x86 instruction selection of AVX-512 code
+# (fuzzer seeds 15000150 and 15001376, docs/fuzzing.md). pyproject.toml keeps llvmlite below 0.48;
+# an environment that has one anyway is warned when the backend starts.
+MISCOMPILING_LLVM = {(22, 1): "0.48 to 0.50"}
+
 # counters a test (or a curious user) can read: how much work this process did
 stats = {"compiles": 0, "disk_hits": 0, "disk_writes": 0, "corrupt": 0}
 
@@ -40,6 +47,7 @@ def init():
         raise BackendUnavailableError(f"the CPU backend needs llvmlite (pip install llvmlite): {_IMPORT_ERROR}")
     with _lock:
         if not _state:
+            _warn_if_miscompiling()
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
             llvm.initialize_native_asmparser()
@@ -62,6 +70,15 @@ def init():
                           isa_features=isa_features, triple=target.triple, datalayout=str(tm.target_data),
                           tms={(3, isa): tm})
     return _state
+
+
+def _warn_if_miscompiling() -> None:
+    version = tuple(llvm.llvm_version_info[:2])
+    if version in MISCOMPILING_LLVM:
+        warnings.warn(f"cubepy's CPU backend: llvmlite {llvmlite.__version__} brings LLVM "
+                      f"{'.'.join(map(str, llvm.llvm_version_info))}, which miscompiles some kernels on "
+                      f"AVX-512 CPUs (llvmlite {MISCOMPILING_LLVM[version]}); install a good one: "
+                      "pip install 'llvmlite>=0.45,<0.48'", RuntimeWarning, stacklevel=3)
 
 
 # what AVX-512 brings (LLVM's names): off for CUBEPY_CPU_ISA=avx2
