@@ -15,11 +15,9 @@ _MANGLE = {"half": "f16", "float": "f32", "double": "f64", "bfloat": "bf16"}
 
 @functools.cache
 def _llvm_major() -> int:
-    try:
-        import llvmlite.binding as llvm
-    except ImportError:      # the backend reports it when it starts
-        return 0
-    return llvm.llvm_version_info[0]
+    from . import jit
+
+    return jit.llvm.llvm_version_info[0] if jit.llvm is not None else 0
 
 
 def masked_pointer(ptr_type: str, ptr: str, align: int) -> list[tuple[str, str]]:

@@ -175,7 +175,6 @@ def test_the_host_harness_runs_cuda_source_as_the_interpreter_does_and_sees_plan
     assert any("signed integer overflow" in line for line in run_on_host(seed, edit=overflowing).undefined)
 
 
-
 def test_alternating_devices_take_turns_and_so_do_their_plane_sizes():
     from .__main__ import _targets
 
