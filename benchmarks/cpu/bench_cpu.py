@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 import cubepy as cb  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: tests.kernels
+from benchmarks.fresh_process import child_env, describe  # noqa: E402
 from tests.kernels import (  # noqa: E402
     poly_unchecked,
     reduce_chunks,
@@ -208,6 +209,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
+    ap.add_argument("--no-bytecode-cache", action="store_true",
+                    help="time the fresh processes compiling every module from source (benchmarks/fresh_process.py)")
     args = ap.parse_args()
     reps = args.reps
     dev = cb.device("cpu")
@@ -351,10 +354,10 @@ def main() -> None:
 
     # --- fresh process, warm disk cache --------------------------------------------------
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, CUBEPY_CACHE_DIR=d)
+        env = child_env(d, bytecode=not args.no_bytecode_cache)
         script = Path(d) / "fresh.py"
         script.write_text(FRESH)
-        subprocess.run([sys.executable, str(script)], env=env, check=True, capture_output=True)
+        subprocess.run([sys.executable, str(script)], env=env, check=True, capture_output=True)   # fills both caches
         first_launch, wall, compiles = [], [], []
         for _ in range(max(3, reps // 4)):
             tt = time.perf_counter()
@@ -364,7 +367,7 @@ def main() -> None:
             first_launch.append(float(launch))
             compiles.append(int(nc))
     row("fresh process, warm cache", "first launch", statistics.median(first_launch),
-        f"compiles in child: {max(compiles)}")
+        f"compiles in child: {max(compiles)}; {describe(not args.no_bytecode_cache)}")
     row("fresh process, warm cache", "whole process", statistics.median(wall), "python start + import + launch")
 
     info = {"device": repr(dev), "cpu_count": os.cpu_count(), "numpy": np.__version__, "rows": rows}

@@ -26,6 +26,7 @@ from pathlib import Path
 import cubepy as cb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: tests.kernels
+from benchmarks.fresh_process import child_env, warm_up  # noqa: E402
 from tests.kernels import (  # noqa: E402
     copy,
     copy_unchecked,
@@ -247,10 +248,11 @@ def main():
 
     print("compile: saxpy, cold NVRTC compile (fresh cache) and a fresh process with a warm disk cache")
     cache = tempfile.mkdtemp()
-    env = dict(os.environ, CUBEPY_CACHE_DIR=cache)
+    env = child_env(cache)
     script = os.path.join(cache, "cold_saxpy.py")   # a file: cubepy reads a kernel's source
     with open(script, "w") as f:
         f.write(COLD)
+    warm_up(script)
     cold, warm = [subprocess.run([sys.executable, script], env=env, capture_output=True, text=True)
                   for _ in range(2)]
     for run in (cold, warm):

@@ -20,6 +20,10 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root
+from benchmarks.fresh_process import child_env, describe, warm_up  # noqa: E402
 
 CHILD = textwrap.dedent(r'''
     import json, sys, time
@@ -84,12 +88,17 @@ CHILD = textwrap.dedent(r'''
 ''')
 
 
-def run(device: str, cache: str) -> dict:
-    env = {**os.environ, "CUBEPY_CACHE_DIR": cache}
-    script = os.path.join(cache, "first_launch.py")       # a file: kernels need their source
+def write_script(folder: str) -> str:
+    script = os.path.join(folder, "first_launch.py")       # a file: kernels need their source
     with open(script, "w") as f:
         f.write(CHILD)
-    done = subprocess.run([sys.executable, script, device], capture_output=True, text=True, env=env, timeout=300)
+    return script
+
+
+def run(device: str, cache: str, bytecode: bool) -> dict:
+    script = write_script(cache)
+    done = subprocess.run([sys.executable, script, device], capture_output=True, text=True,
+                          env=child_env(cache, bytecode), timeout=300)
     if done.returncode:
         raise RuntimeError(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -100,12 +109,18 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="the children compile every module from source (benchmarks/fresh_process.py)")
     args = parser.parse_args()
+    bytecode = not args.no_bytecode_cache
+    print(f"children: {describe(bytecode)}")
+    with tempfile.TemporaryDirectory() as folder:
+        warm_up(write_script(folder), args.device, bytecode=bytecode)
     results = {"cold": [], "warm": []}
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as cache:
-            results["cold"].append(run(args.device, cache))
-            results["warm"].append(run(args.device, cache))
+            results["cold"].append(run(args.device, cache, bytecode))
+            results["warm"].append(run(args.device, cache, bytecode))
     for kind, runs in results.items():
         print(f"{kind} ({args.runs} fresh processes, median ms; compiles/disk loads: "
               f"{[r['stats']['compiles'] for r in runs]}/{[r['stats']['disk_loads'] for r in runs]})")
