@@ -108,16 +108,27 @@ class Executable:
         self.fn(block, first, last, self.workspace())
 
 
+def data_pointer(array: np.ndarray, _from_buffer=ctypes.c_char.from_buffer, _addressof=ctypes.addressof) -> int:
+    """The address of a NumPy array's first element: through the buffer protocol where the array is
+    writable and not empty (0.2 us), else through ``array.ctypes`` (0.9 us, two per saxpy launch)."""
+    if array.flags.writeable and array.size:
+        try:
+            return _addressof(_from_buffer(array))
+        except (TypeError, ValueError, BufferError):    # a dtype NumPy exports no buffer for
+            pass
+    return array.ctypes.data
+
+
 def _filler(slots: list) -> Callable:
     """``fill(args, ccx, ccy, ccz, err) -> values``: the argument block's values in slot order,
     written out once per executable (a launch then runs no loop over slot kinds)."""
     exprs = []
     for slot in slots:
         kind = slot[0]
-        exprs.append(f"args[{slot[1]}].ctypes.data" if kind == "ptr" else
+        exprs.append(f"data_pointer(args[{slot[1]}])" if kind == "ptr" else
                      f"args[{slot[1]}].shape[{slot[2]}]" if kind == "shape" else
                      f"args[{slot[1]}]" if kind == "scalar" else "err" if kind == "err" else kind)
-    namespace: dict = {}
+    namespace: dict = {"data_pointer": data_pointer}
     exec(compile(f"def fill(args, ccx, ccy, ccz, err):\n    return ({''.join(e + ', ' for e in exprs)})\n",
                  "<cubepy cpu launch>", "exec"), namespace)
     return namespace["fill"]

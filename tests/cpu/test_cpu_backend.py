@@ -157,6 +157,23 @@ def test_a_lower_llvm_optimization_level_is_a_device_option_with_the_same_result
         cb.device("cpu", opt_level=5)
 
 
+def test_array_addresses_are_read_right_for_every_kind_of_array(rng):
+    from cubepy.backends.cpu import data_pointer
+
+    readonly = rng.random(64).astype(np.float32)
+    readonly.flags.writeable = False
+    arrays = [rng.random(64).astype(np.float32), readonly, np.zeros(0, np.float32), np.arange(12, dtype=np.int8)[3:],
+              np.ones(5, np.float16), np.ones(5, bool)]
+    for a in arrays:
+        assert data_pointer(a) == a.ctypes.data
+    # the warm path reads a read-only input and a view's own address, launch after launch
+    x = readonly[8:]
+    for _ in range(3):
+        out = np.full(56, -1.0, np.float32)
+        saxpy[1, 64](x, out, 2.0, device="cpu")
+        np.testing.assert_array_equal(out, np.float32(2.0) * x - 1.0)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_saxpy_on_any_number_of_threads(rng, threads):
     n = 1 << 18
