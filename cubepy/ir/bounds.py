@@ -24,6 +24,7 @@ conservative.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from .nodes import Block, Const, Kernel, Op, Value
@@ -77,6 +78,14 @@ def _dim(axis: int) -> Poly:
 def _nonneg_for_counts_at_least_1(p: Poly) -> bool:
     """Whether ``p >= 0`` for all integer counts (and run-time cube extents) >= 1: every
     coefficient of ``p(1 + u, ...)`` is >= 0 (sufficient, since every u >= 0)."""
+    return _nonneg_shifted(frozenset(p.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _nonneg_shifted(terms: frozenset) -> bool:
+    # kernels ask about the same few polynomials (the unit count minus a position's bound) in
+    # every trace: the expansion is kept per polynomial
+    p = dict(terms)
     shifted: Poly = {}
     for exps, coeff in p.items():
         term: Poly = {_ONE: coeff}
