@@ -129,9 +129,17 @@ class Arithmetic:
             return f"(({ct})({e}))"
         wide = DTYPES_BY_NAME["i64"] if dtype.bits == 32 else DTYPES_BY_NAME["i32"]
         u32 = DTYPES_BY_NAME["u32"]
+        if dtype.bits < 32 and self.d.sign_extend:
+            return f"(({ct}){self._sign_extend_helper(dtype.bits)}(({self._c(u32)})({e})))"
         low = f"(({self._c(u32)})({e}) & {self._lit((1 << dtype.bits) - 1, u32)})"
         sign = self._lit(1 << (dtype.bits - 1), wide)
         return f"(({ct})(((({self._c(wide)}){low}) ^ {sign}) - {sign}))"
+
+    def _sign_extend_helper(self, bits: int) -> str:
+        """The dialect's opaque sign extension of the low ``bits`` bits of a 32-bit word."""
+        name = f"cb_sext{bits}"
+        body = self.d.sign_extend.format(bits=bits, mask=(1 << bits) - 1, sign=1 << (bits - 1))
+        return self._helper(name, f"{self.d.device_fn} int {name}(unsigned int x) {{\n{body}\n}}")
 
     def _minmax_helper(self, code: str, dtype: DType) -> str:
         """Float min/max with one rule on every device (cubepy.ir.semantics): NaN wins, and of

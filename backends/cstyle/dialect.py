@@ -152,6 +152,12 @@ class Dialect:
     # f64 -> narrower float conversions that round once ({x}); without one, f64 -> f16 goes
     # through float rounded to odd (plain `(half)(float)x` would round twice)
     from_double: dict = field(default_factory=dict)
+    # the body of a helper ``int f(unsigned int x)`` that sign-extends the low {bits} bits of x,
+    # through an operation the compiler cannot see through; without one, an 8- or 16-bit signed
+    # wrap is plain C arithmetic. CUDA: NVVM turns the arithmetic into 16-bit PTX ops (a negation
+    # wrapped to i16 became neg.s16), and ptxas 13.0 (-O1 to -O3, sm_90) drops the wrap of neg.s16
+    # before shr.s16, so a 16-bit arithmetic shift saw 32768 and gave 1 for -1 (docs/fuzzing.md)
+    sign_extend: str = ""
     # statements, C's by default (WGSL spells them otherwise): a value's definition, a variable's
     # declaration, an endless loop's head, the test of a ``for`` whose step has a sign known only
     # at run time, and the value of a ``select``
@@ -215,6 +221,10 @@ CUDA = Dialect(
     dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
     no_unroll="#pragma unroll 1",
     from_double={"f16": "__double2half({x})", "bf16": "__double2bfloat16({x})"},
+    # PTX's cvt takes a wider source register and uses its low bits; the host branch is for
+    # compiling the same source for the host (tests/fuzz/host_cuda.py)
+    sign_extend=("#ifdef __CUDA_ARCH__\n  int r;\n  asm(\"cvt.s32.s{bits} %0, %1;\" : \"=r\"(r) : \"r\"(x));\n"
+                 "  return r;\n#else\n  return (int)((x & {mask}u) ^ {sign}u) - {sign};\n#endif"),
 )
 
 HIP = CUDA.with_(
@@ -234,6 +244,7 @@ HIP = CUDA.with_(
     shared_static_limit=64 * 1024,
     dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
     from_double={},
+    sign_extend="",
 )
 
 _OCL_TYPES = {

@@ -26,25 +26,31 @@ class Repro:
     seed: int
     body: str                # the kernel's body; i = threadIdx.x
     what: str
+    kind: str = "int"        # the parameters: "float", "int" or "short" (_PARAMS)
 
     def source(self) -> str:
-        params = ("const signed char* x, float* out" if "float" in self.what_type
-                  else "const unsigned int* xu, int s, int n, int* out")
-        return (f'extern "C" __global__ void {self.name}({params}) {{\n    int i = threadIdx.x;\n'
+        return (f'extern "C" __global__ void {self.name}({_PARAMS[self.kind]}) {{\n    int i = threadIdx.x;\n'
                 f"    {self.body}\n}}")
 
-    @property
-    def what_type(self) -> str:
-        return "float" if self.name.startswith("negative_zero") else "int"
+
+_PARAMS = {"float": "const signed char* x, float* out", "int": "const unsigned int* xu, int s, int n, int* out",
+           "short": "const short* x, short* out"}
 
 
 REPROS = (
     Repro("negative_zero_select", 14000430, "out[i] = (x[i] > 7) ? -1.0f : -0.0f;    // x[i] <= 7: -0.0f",
-          "a float select of -1.0 and -0.0 becomes SEL of the integers -1 and 0, then I2FP: -0.0 turns +0.0"),
+          "a float select of -1.0 and -0.0 becomes SEL of the integers -1 and 0, then I2FP: -0.0 turns +0.0",
+          "float"),
     Repro("negated_parameter_in_nested_min", 16001842, "int v = (int)xu[i]; out[i] = min(s, min(-n, v));",
           "VIMNMX3 of s, n and v: the negation of the parameter n is dropped (wrong at ptxas -O1 to -O3)"),
     Repro("negated_parameter_in_nested_max", 16001842, "int v = (int)xu[i]; out[i] = max(s, max(-n, v));",
           "the same with max"),
+    Repro("negated_short_then_sign_fill", 17003030,
+          "short p = (short)((((int)((unsigned int)(-(unsigned int)x[i]) & 65535u)) ^ 32768) - 32768);\n"
+          "    out[i] = p < 0 ? (short)-1 : (short)0;    // NVVM: neg.s16 then shr.s16 15",
+          "neg.s16 then shr.s16 by 15 become IADD3 -R and SHF.R.S32.HI 0xf on the sign-extended word: the "
+          "negation of -32768 is not wrapped to 16 bits, and the shift gives 1 (cubepy now wraps through an "
+          "opaque cvt.s32.s16)", "short"),
 )
 
 _REFERENCE = {
@@ -55,11 +61,17 @@ _REFERENCE = {
 
 def _launch(repro: Repro, function, cp) -> bool:
     """Run the kernel on 64 units; True if every output is what C says."""
-    if repro.what_type == "float":
+    if repro.kind == "float":
         x = cp.asarray(np.arange(-56, 8, dtype=np.int8))
         out = cp.full(64, 12345.0, cp.float32)
         function((1,), (64,), (x, out))
         return bool(np.signbit(out.get()).all() and (out.get() == 0).all())
+    if repro.kind == "short":
+        x = np.array([-32768, -1, 0, 1, 32767, -2, 7, -300] * 8, np.int16)
+        out = cp.full(64, 0x5A5A, cp.int16)
+        function((1,), (64,), (cp.asarray(x), out))
+        negated = (-x.astype(np.int64) + 2**15) % 2**16 - 2**15
+        return bool((out.get() == np.where(negated < 0, -1, 0)).all())
     s, n = np.int32(13), np.int32(62)
     out = cp.full(64, 0x5A5A5A5A, cp.int32)
     function((1,), (64,), (cp.asarray(_X), s, n, out))

@@ -16,7 +16,7 @@ from conftest import missing_toolchain
 from cubepy.backends.cstyle import CUDA, OPENCL, render
 
 import cubepy as cb
-from cubepy import Array, Mut, f32, f64, i16, i32
+from cubepy import Array, Mut, f32, f64, i8, i16, i32
 
 
 def _ir(kernel, *args, dim=32, plane=32):
@@ -46,7 +46,8 @@ def test_a_narrow_signed_wrap_is_exact_arithmetic_not_a_conversion_a_compiler_ma
     ir = _ir(neg16, np.zeros(4, np.int16), np.zeros(4, np.int32), np.zeros(4, np.int16))
     src = render(ir, CUDA).source
     assert not re.search(r"\(short\)\(-\(unsigned int\)", src), src       # the pattern nvcc folded
-    assert src.count("& 65535u)) ^ 32768) - 32768)") == 3       # -x, x * x and + x: each sign-extended
+    assert src.count("cb_sext16((unsigned int)") == 3       # -x, x * x and + x: each sign-extended, opaquely
+    assert render(ir, OPENCL).source.count("& 65535u)) ^ 32768) - 32768)") == 3      # in exact arithmetic
     _nvcc(tmp_path, src, "neg16")
     x = np.array([-32768, -1, 0, 1, 32767, -2], np.int16)              # and the meaning, on every device
     for device in ("interp", "cpu", "opencl"):
@@ -54,6 +55,40 @@ def test_a_narrow_signed_wrap_is_exact_arithmetic_not_a_conversion_a_compiler_ma
         neg16.launch(1, 32, x, o, p, device=device)
         np.testing.assert_array_equal(o, (-x.astype(np.int64) + 2**15) % 2**16 - 2**15)
         np.testing.assert_array_equal(p, ((x.astype(np.int64) ** 2 + x + 2**15) % 2**16 - 2**15))
+
+
+@cb.kernel
+def neg_sign(x: Array[i16], o: Mut[Array[i16]], b: Array[i8], q: Mut[Array[i8]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        o[i] = -x[i] >> i16(15)         # -(-32768) wraps to -32768, whose sign fill is -1
+        q[i] = -b[i] >> i8(7)
+
+
+def test_a_narrow_wrap_reaches_ptx_as_32_bit_arithmetic_which_ptxas_does_not_miscompile(tmp_path):
+    # NVVM made `neg.s16` then `shr.s16 15` of this, and ptxas 13.0 (sm_90, -O1 to -O3) negated in
+    # 32 bits without wrapping to 16 before the shift: 32768 >> 15 stored 1 for -32768 (fuzz seed
+    # 17003030, read in SASS: PRMT, IADD3 -R, SHF.R.S32.HI 0xf). The wrap is an opaque cvt.s32.s16.
+    args = (np.zeros(4, np.int16), np.zeros(4, np.int16), np.zeros(4, np.int8), np.zeros(4, np.int8))
+    src = render(_ir(neg_sign, *args), CUDA).source
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        missing_toolchain("nvcc is not on PATH (install the CUDA toolkit to compile-check the CUDA dialect)")
+    path = tmp_path / "neg_sign.cu"
+    path.write_text(src)
+    done = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-ptx", "-o", str(tmp_path / "neg_sign.ptx"),
+                           str(path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ptx = (tmp_path / "neg_sign.ptx").read_text()
+    assert not re.search(r"\b(neg|shr|mul|add|sub)\.[su]16\b", ptx), ptx
+    assert "cvt.s32.s16" in ptx and "cvt.s32.s8" in ptx
+    x = np.array([-32768, -1, 0, 1, 32767, -2], np.int16)
+    b = np.array([-128, -1, 0, 1, 127, -2], np.int8)
+    for device in ("interp", "cpu", "opencl"):
+        o, q = np.full(6, 99, np.int16), np.full(6, 99, np.int8)
+        neg_sign.launch(1, 32, x, o, b, q, device=device)
+        np.testing.assert_array_equal(o, [-1, 0, 0, -1, -1, 0])
+        np.testing.assert_array_equal(q, [-1, 0, 0, -1, -1, 0])
 
 
 @cb.kernel
