@@ -158,6 +158,11 @@ class Dialect:
     # wrapped to i16 became neg.s16), and ptxas 13.0 (-O1 to -O3, sm_90) drops the wrap of neg.s16
     # before shr.s16, so a 16-bit arithmetic shift saw 32768 and gave 1 for -1 (docs/fuzzing.md)
     sign_extend: str = ""
+    # the body of a helper ``float f()`` giving -0.0f through a move the compiler cannot fold,
+    # used for every f32 -0.0 constant; without one, -0.0f is a literal. CUDA: ptxas 13.0
+    # (sm_90) turned a select of -1.0f and -0.0f into a select of the integers -1 and 0 and a
+    # conversion, which gives +0.0 (docs/fuzzing.md)
+    negative_zero_f32: str = ""
     # statements, C's by default (WGSL spells them otherwise): a value's definition, a variable's
     # declaration, an endless loop's head, the test of a ``for`` whose step has a sign known only
     # at run time, and the value of a ``select``
@@ -225,6 +230,8 @@ CUDA = Dialect(
     # compiling the same source for the host (tests/fuzz/host_cuda.py)
     sign_extend=("#ifdef __CUDA_ARCH__\n  int r;\n  asm(\"cvt.s32.s{bits} %0, %1;\" : \"=r\"(r) : \"r\"(x));\n"
                  "  return r;\n#else\n  return (int)((x & {mask}u) ^ {sign}u) - {sign};\n#endif"),
+    negative_zero_f32=("#ifdef __CUDA_ARCH__\n  float r;\n  asm(\"mov.b32 %0, 0x80000000;\" : \"=f\"(r));\n"
+                       "  return r;\n#else\n  return -0.0f;\n#endif"),
 )
 
 HIP = CUDA.with_(
@@ -245,6 +252,7 @@ HIP = CUDA.with_(
     dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
     from_double={},
     sign_extend="",
+    negative_zero_f32="",
 )
 
 _OCL_TYPES = {

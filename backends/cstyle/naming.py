@@ -113,6 +113,10 @@ class Naming:
         if math.isnan(value) or math.isinf(value):
             s = self.d.nan if math.isnan(value) else self.d.inf
             s = s if value > 0 or math.isnan(value) else f"(-{s})"
+        elif value == 0 and math.copysign(1.0, value) < 0 and dtype.name == "f32" and self.d.negative_zero_f32:
+            name = "cb_negative_zero_f32"
+            self._helper(name, f"{self.d.device_fn} float {name}() {{\n{self.d.negative_zero_f32}\n}}")
+            return f"{name}()"
         else:
             s = repr(value)
             if "e" not in s and "." not in s:

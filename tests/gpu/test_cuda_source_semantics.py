@@ -92,6 +92,37 @@ def test_a_narrow_wrap_reaches_ptx_as_32_bit_arithmetic_which_ptxas_does_not_mis
 
 
 @cb.kernel
+def negative_zero_select(x: Array[i8], o: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        o[i] = cb.select(x[i] > i8(7), f32(-1.0), f32(-0.0))
+
+
+def test_an_f32_negative_zero_is_a_move_ptxas_cannot_fold_into_an_integer_select(tmp_path):
+    # ptxas 13.0 (sm_90) made `selp.f32 -1.0, -0.0` a select of the integers -1 and 0 and an
+    # I2FP, which gives +0.0 (fuzz seed 14000430, read in SASS); -0.0f is an opaque move now
+    src = render(_ir(negative_zero_select, np.zeros(4, np.int8), np.zeros(4, np.float32)), CUDA).source
+    assert "(-0.0f)" not in src and "cb_negative_zero_f32()" in src
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        missing_toolchain("nvcc is not on PATH (install the CUDA toolkit to compile-check the CUDA dialect)")
+    path = tmp_path / "negative_zero.cu"
+    path.write_text(src)
+    done = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-ptx", "-o", str(tmp_path / "negative_zero.ptx"),
+                           str(path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ptx = (tmp_path / "negative_zero.ptx").read_text()
+    assert not re.search(r"selp\.f32\s+%f\d+, 0f[0-9A-F]{8}, 0f80000000", ptx), ptx
+    assert "mov.b32 %f" in ptx and "0x80000000" in ptx
+    x = np.array([-128, -1, 0, 7, 8, 127], np.int8)
+    for device in ("interp", "cpu", "opencl"):
+        o = np.full(6, 12345.0, np.float32)
+        negative_zero_select.launch(1, 32, x, o, device=device)
+        np.testing.assert_array_equal(o, [-0.0, -0.0, -0.0, -0.0, -1.0, -1.0])
+        assert np.signbit(o).all()
+
+
+@cb.kernel
 def partial_plane_min(x: Array[f64], o: Mut[Array[f64]]):
     i = cb.ABSOLUTE_POS
     o[i] = cb.plane_min(cb.sqrt(cb.abs(x[i]) + 2.0))
