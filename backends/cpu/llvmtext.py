@@ -20,6 +20,25 @@ def _llvm_major() -> int:
     return jit.llvm.llvm_version_info[0] if jit.llvm is not None else 0
 
 
+_SCALAR_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "half": 2, "bfloat": 2, "float": 4,
+                 "double": 8, "ptr": 8}
+
+
+@functools.cache
+def abi_align(ty: str) -> int:
+    """The ABI alignment in bytes that LLVM's x86-64 data layout gives a first-class type: a
+    scalar's own size, a vector's size rounded up to a power of two, an array its element's."""
+    ty = ty.strip()
+    if ty.startswith("[") and ty.endswith("]"):
+        return abi_align(ty[1:-1].split(" x ", 1)[1])
+    if ty.startswith("<") and ty.endswith(">"):
+        count, elem = ty[1:-1].split(" x ", 1)
+        bits = 1 if elem.strip() == "i1" else 8 * _SCALAR_BYTES[elem.strip()]
+        size = max(1, -(-int(count) * bits // 8))
+        return 1 << (size - 1).bit_length()
+    return _SCALAR_BYTES.get(ty, 16)
+
+
 def masked_pointer(ptr_type: str, ptr: str, align: int) -> list[tuple[str, str]]:
     """The pointer operand(s) of ``llvm.masked.{load,store,gather,scatter}``: LLVM 22 takes the
     alignment as the pointer's ``align`` attribute, earlier releases as an ``i32`` after it."""
@@ -126,8 +145,12 @@ class Fn:
         self.terminated = False
 
     def alloca(self, ty: str, align: int = 16) -> str:
+        """A stack slot of at least ``align`` bytes' alignment and never less than ``ty``'s ABI
+        alignment: a load or store written without ``align`` assumes the ABI alignment (256
+        bytes for ``<64 x i32>``), and LLVM -O0 keeps such slots in memory and moves them with
+        aligned instructions (a slot of 16 faulted)."""
         t = self.tmp()
-        self.allocas.append(f"  {t} = alloca {ty}, align {align}")
+        self.allocas.append(f"  {t} = alloca {ty}, align {max(align, abi_align(ty))}")
         return t
 
     def loop_begin(self, labels: tuple[str, ...], stop: str, ty: str = "i32", start: str = "0",

@@ -280,7 +280,8 @@ def campaign(seeds, assign, workers: int, size: int = 40, deadline: float | None
                         deaths[0] += seed is None and p.exitcode != 0   # exit code 0: it retired
                         if seed is not None:
                             pending -= 1
-                            out = {"seed": seed, "targets": {"worker": ("crash", f"exit code {p.exitcode}")}}
+                            out = {"seed": seed, "targets": {"worker": ("crash", f"exit code {p.exitcode}")},
+                                   "devices": tuple(assign(seed))}     # what to replay it on
                             tally.add(out)
                             if on_result:
                                 on_result(out)

@@ -227,3 +227,32 @@ def test_seed_15000150_agrees_with_the_interpreter_on_the_cpu():
     want, got = run(cb.device("interp", plane_dim=8)), run(cb.device("cpu", plane_dim=8))
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g, w)
+
+
+def test_seed_793340276_runs_at_llvm_o0_in_a_child_process():
+    # CI's first budget with -O0 crashed three workers (SIGSEGV): stack slots of 16 bytes held
+    # <64 x i32> values whose loads and stores assume the type's 256, and -O0 moved them with
+    # aligned AVX-512 instructions. In a child, so that a crash fails this test, not the run.
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "tests.fuzz", "--replay", "793340276", "--devices", "cpu-p32-O0",
+                           "--no-shrink"], capture_output=True, text=True, timeout=600,
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert "{'cpu-p32-O0': ('ok', '')}" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_no_stack_slot_of_the_cpu_backend_is_less_aligned_than_its_type():
+    import re
+
+    from cubepy.backends.cpu.llvmtext import abi_align
+
+    from .campaign import excluded
+    from .run import arguments, load
+
+    program = generate(793340276, exclude=excluded(("cpu-p32-O0",)))
+    source = load(program).source(*arguments(program), dim=program.cube_dim,
+                                  device=cb.device("cpu", plane_dim=32, opt_level=0), checked=True)
+    slots = re.findall(r"= alloca (.+?), align (\d+)", source)
+    assert any(t.startswith("<64 x i32>") for t, _ in slots)
+    assert all(int(a) >= abi_align(t) for t, a in slots), [s for s in slots if int(s[1]) < abi_align(s[0])][:5]
