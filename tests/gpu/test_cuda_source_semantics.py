@@ -209,3 +209,21 @@ def test_f64_to_f16_rounds_once_in_every_dialect(tmp_path):
     got = np.array([float.fromhex(v) for v in out])
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(got, values.astype(np.float16).astype(np.float64))
+
+
+def test_the_ptxas_reproducers_compile_and_keep_the_ptx_they_reproduce_from(tmp_path):
+    # `python -m tests.fuzz.ptxas_repros` runs them on a GPU; here each must still compile, and the
+    # newest must still give ptxas the 16-bit PTX whose wrap it drops (neg.s16 then shr.s16)
+    from tests.fuzz.ptxas_repros import REPROS
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        missing_toolchain("nvcc is not on PATH (install the CUDA toolkit to compile-check the CUDA dialect)")
+    for repro in REPROS:
+        path = tmp_path / f"{repro.name}.cu"
+        path.write_text(repro.source())
+        done = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-ptx", "-o", str(path) + ".ptx", str(path)],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (repro.name, done.stderr[-2000:])
+    ptx = (tmp_path / "negated_short_then_sign_fill.cu.ptx").read_text()
+    assert "neg.s16" in ptx and re.search(r"shr\.s16\s+%rs\d+, %rs\d+, 15;", ptx), ptx
