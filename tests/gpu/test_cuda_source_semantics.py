@@ -23,15 +23,18 @@ def _ir(kernel, *args, dim=32, plane=32):
     return kernel.compile(*args, dim=dim, device=cb.device("interp", plane_dim=plane, shape_generic=False)).ir_module
 
 
-def _nvcc(tmp_path, source: str, name: str) -> None:
+def _nvcc(tmp_path, source: str, name: str, form: str = "cubin") -> str | None:
+    """Compile ``source`` for sm_90 with nvcc; the PTX text where ``form`` is "ptx"."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         missing_toolchain("nvcc is not on PATH (install the CUDA toolkit to compile-check the CUDA dialect)")
     path = tmp_path / f"{name}.cu"
     path.write_text(source)
-    p = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-cubin", "-o", str(path) + ".cubin", str(path)],
+    out = f"{path}.{form}"
+    p = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", f"-{form}", "-o", out, str(path)],
                        capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, (name, p.stderr[-3000:])
+    return open(out).read() if form == "ptx" else None
 
 
 @cb.kernel
@@ -70,16 +73,7 @@ def test_a_narrow_wrap_reaches_ptx_as_32_bit_arithmetic_which_ptxas_does_not_mis
     # 32 bits without wrapping to 16 before the shift: 32768 >> 15 stored 1 for -32768 (fuzz seed
     # 17003030, read in SASS: PRMT, IADD3 -R, SHF.R.S32.HI 0xf). The wrap is an opaque cvt.s32.s16.
     args = (np.zeros(4, np.int16), np.zeros(4, np.int16), np.zeros(4, np.int8), np.zeros(4, np.int8))
-    src = render(_ir(neg_sign, *args), CUDA).source
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        missing_toolchain("nvcc is not on PATH (install the CUDA toolkit to compile-check the CUDA dialect)")
-    path = tmp_path / "neg_sign.cu"
-    path.write_text(src)
-    done = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-ptx", "-o", str(tmp_path / "neg_sign.ptx"),
-                           str(path)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    ptx = (tmp_path / "neg_sign.ptx").read_text()
+    ptx = _nvcc(tmp_path, render(_ir(neg_sign, *args), CUDA).source, "neg_sign", "ptx")
     assert not re.search(r"\b(neg|shr|mul|add|sub)\.[su]16\b", ptx), ptx
     assert "cvt.s32.s16" in ptx and "cvt.s32.s8" in ptx
     x = np.array([-32768, -1, 0, 1, 32767, -2], np.int16)
@@ -103,15 +97,7 @@ def test_an_f32_negative_zero_is_a_move_ptxas_cannot_fold_into_an_integer_select
     # I2FP, which gives +0.0 (fuzz seed 14000430, read in SASS); -0.0f is an opaque move now
     src = render(_ir(negative_zero_select, np.zeros(4, np.int8), np.zeros(4, np.float32)), CUDA).source
     assert "(-0.0f)" not in src and "cb_negative_zero_f32()" in src
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        missing_toolchain("nvcc is not on PATH (install the CUDA toolkit to compile-check the CUDA dialect)")
-    path = tmp_path / "negative_zero.cu"
-    path.write_text(src)
-    done = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-ptx", "-o", str(tmp_path / "negative_zero.ptx"),
-                           str(path)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    ptx = (tmp_path / "negative_zero.ptx").read_text()
+    ptx = _nvcc(tmp_path, src, "negative_zero", "ptx")
     assert not re.search(r"selp\.f32\s+%f\d+, 0f[0-9A-F]{8}, 0f80000000", ptx), ptx
     assert "mov.b32 %f" in ptx and "0x80000000" in ptx
     x = np.array([-128, -1, 0, 7, 8, 127], np.int8)
@@ -216,14 +202,6 @@ def test_the_ptxas_reproducers_compile_and_keep_the_ptx_they_reproduce_from(tmp_
     # newest must still give ptxas the 16-bit PTX whose wrap it drops (neg.s16 then shr.s16)
     from tests.fuzz.ptxas_repros import REPROS
 
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        missing_toolchain("nvcc is not on PATH (install the CUDA toolkit to compile-check the CUDA dialect)")
-    for repro in REPROS:
-        path = tmp_path / f"{repro.name}.cu"
-        path.write_text(repro.source())
-        done = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-ptx", "-o", str(path) + ".ptx", str(path)],
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, (repro.name, done.stderr[-2000:])
-    ptx = (tmp_path / "negated_short_then_sign_fill.cu.ptx").read_text()
+    texts = {repro.name: _nvcc(tmp_path, repro.source(), repro.name, "ptx") for repro in REPROS}
+    ptx = texts["negated_short_then_sign_fill"]
     assert "neg.s16" in ptx and re.search(r"shr\.s16\s+%rs\d+, %rs\d+, 15;", ptx), ptx
