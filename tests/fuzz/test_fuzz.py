@@ -7,8 +7,9 @@ size 8, half at 32) and the first 60 of those on OpenCL too (its own plane size;
 interpreter as CUDA and HIP lower them (``interp-p32-gpu``: checks per cube and per run). Compile
 time is the limit, so the CPU backend compiles three kernels in four at LLVM -O0 (0.16 s for a
 fuzz kernel against 0.81 s at -O1: benchmarks/cpu/compile_levels.py) and the fourth at -O1;
-the long run, ``python -m tests.fuzz``, uses -O3. Seeds start at ``CUBEPY_TEST_SEED`` * 10,000, so each CI run fuzzes new kernels, and a
-failure is printed with the command that replays and shrinks it.
+the long run, ``python -m tests.fuzz``, uses -O3. Seeds start at ``CUBEPY_TEST_SEED`` * 10,000,
+so each CI run fuzzes new kernels, and a failure is printed with the command that replays and
+shrinks it.
 """
 
 from __future__ import annotations
