@@ -345,7 +345,7 @@ class Statements:
         """
         scope = self.frame.scope
         site = id(node)
-        for name in sorted(assigned_names(stmts) | set(extra)):
+        for name in sorted(self.names_assigned_in(node, stmts) | set(extra)):
             current = scope.get(name)
             forced = self.widen.get(("force", site, name))
             if is_traced(current) or is_number(current):
@@ -388,6 +388,15 @@ class Statements:
                     self.widen[("force", site, name)] = type_
                     raise Retrace()
                 scope[name] = Poisoned(name)
+
+    def names_assigned_in(self, node, stmts) -> set[str]:
+        """`assigned_names` of the statements of ``node`` (cached with the function's source: an
+        ``if`` inside loops is entered on every trace and retrace)."""
+        cache = self.frame.source.__dict__.setdefault("assigned", {})
+        found = cache.get(id(node))
+        if found is None:
+            found = cache[id(node)] = frozenset(assigned_names(stmts))
+        return found
 
     def names_read_outside(self, node) -> set[str]:
         """Names the current function reads outside the statement ``node`` (cached with the

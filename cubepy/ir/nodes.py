@@ -187,7 +187,13 @@ class Kernel:
 
 def walk(block: Block):
     """Every op of a block, nested ones included, in program order."""
-    for op in block.ops:
-        yield op
-        for b in op.blocks:
-            yield from walk(b)
+    # an explicit stack: nested generators cost each op a step per level of nesting
+    stack = [iter(block.ops)]
+    while stack:
+        for op in stack[-1]:
+            yield op
+            if op.blocks:
+                stack.append(op for b in op.blocks for op in b.ops)
+                break
+        else:
+            stack.pop()

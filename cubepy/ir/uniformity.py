@@ -31,6 +31,7 @@ class _Analysis:
         self.kernel = kernel
         self.values: dict[int, int] = {}
         self.vars: dict[int, int] = {}
+        self.read: set[int] = set()         # the Vars whose level this walk has read
         self.changed = False
         self.failure: DivergenceError | None = None
         self.cube_barrier = None
@@ -41,18 +42,33 @@ class _Analysis:
         self.dims = kernel.cube_dim
 
     def level(self, x) -> int:
-        if isinstance(x, Const):
+        cls = x.__class__
+        if cls is Const:
             return UNIFORM
+        if cls is Var:
+            self.read.add(x.id)
+            return self.vars.get(x.id, UNIFORM)
         if isinstance(x, Value):
             return self.values.get(x.id, UNIFORM)
-        if isinstance(x, Var):
-            return self.vars.get(x.id, UNIFORM)
         return UNIFORM
+
+    def highest(self, args) -> int:
+        """The highest level among ``args`` (UNIFORM for none)."""
+        top = UNIFORM
+        for a in args:
+            lv = self.level(a)
+            if lv > top:
+                if lv == VARYING:
+                    return VARYING
+                top = lv
+        return top
 
     def raise_var(self, var: Var, level: int) -> None:
         if level > self.vars.get(var.id, UNIFORM):
             self.vars[var.id] = level
-            self.changed = True
+            # only a level this walk has already used is stale: raising one not read yet (the
+            # first store into a Var) needs no second walk
+            self.changed = self.changed or var.id in self.read
 
     def divisor(self, x) -> int:
         if isinstance(x, Const) and isinstance(x.value, int) and not isinstance(x.value, bool):
@@ -122,7 +138,7 @@ class _Analysis:
         if code == "load":
             buf: Buffer = op.args[0]
             if buf.kind == "global" and not buf.mutable:
-                return max((self.level(a) for a in op.args[1:]), default=UNIFORM)
+                return self.highest(op.args[1:])
             return VARYING
         if code == "atomic" or code == "plane_elect":
             return VARYING
@@ -132,7 +148,7 @@ class _Analysis:
             return VARYING
         if code == "load_var":
             return self.level(op.args[0])
-        return max((self.level(a) for a in op.args), default=UNIFORM)
+        return self.highest(op.args)
 
     def fail(self, op: Op, message: str) -> None:
         if self.failure is None:        # the walk's first; raised if the walk turns out to be the last
@@ -207,6 +223,7 @@ def analyze_uniformity(kernel: Kernel, cube_barrier=None, why: str = "") -> dict
         # a walk that raises no variable's level saw the final levels throughout, so the first
         # misplaced op it found is the one to report (no second walk to find it)
         analysis.changed, analysis.failure = False, None
+        analysis.read.clear()
         analysis.walk(kernel.body, UNIFORM)
         if not analysis.changed:
             break

@@ -32,8 +32,10 @@ def verify(kernel: Kernel) -> None:
         where = f" (line {op.loc.line})" if op.loc else ""
         raise VerifyError(f"kernel {kernel.name}: {op.opcode}{where}: {msg}")
 
-    def check_block(block: Block, defined: set[int], loop_depth: int) -> None:
-        defined = set(defined)
+    defined: set[int] = set()
+
+    def check_block(block: Block, loop_depth: int) -> None:
+        own = []            # the values this block defines: out of scope again after it
         for op in block.ops:
             if op.opcode not in OPCODES:
                 fail(op, "unknown opcode")
@@ -59,11 +61,13 @@ def verify(kernel: Kernel) -> None:
                 fail(op, "outside a loop")
             inner = loop_depth + (1 if op.opcode in ("for", "loop") else 0)
             for b in op.blocks:
-                check_block(b, defined, inner)
+                check_block(b, inner)
             if op.result is not None:
                 defined.add(op.result.id)
+                own.append(op.result.id)
+        defined.difference_update(own)
 
-    check_block(kernel.body, set(), 0)
+    check_block(kernel.body, 0)
 
 
 def _check_types(op: Op, fail) -> None:
