@@ -91,6 +91,25 @@ def test_uniformity_follows_variables_through_loops():
         analyze_uniformity(k)
 
 
+def test_uniformity_sees_a_variable_made_varying_after_its_read_in_the_same_loop_body():
+    """The read comes first in the body and sees v uniform; the store after it makes v varying
+    for the next iteration, so the analysis must walk the loop again and refuse the sync."""
+    k, b, _ = _kernel()
+    v = b.new_var("v", I32)
+    b.store_var(v, Const(0, I32))
+    body = Block()
+    b.op("for", (Const(0, I32), Const(4, I32), Const(1, I32)), blocks=(body,), var=b.new_var("c", I32))
+    with b.at(body):
+        cond = b.op("lt", (b.load_var(v), Const(2, I32)), BOOL)
+        then = Block([])
+        b.op("if", (cond,), blocks=(then, Block()))
+        with b.at(then):
+            b.op("sync_cube")
+        b.store_var(v, b.op("builtin", (), I32, name="unit_pos_x"))
+    with pytest.raises(DivergenceError, match="sync_cube"):
+        analyze_uniformity(k)
+
+
 def test_bounds_check_lowering_guards_every_access_and_dce_removes_unused_values():
     k, b, x = _kernel()
     u = b.op("builtin", (), I32, name="unit_pos_x")
