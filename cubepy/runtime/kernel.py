@@ -26,6 +26,7 @@ from .device_arrays import DeviceArray
 from .devices import Device, current_device
 from .devices import device as get_device
 from .fake_launches import SKIPPING, skipped
+from .gc_pause import collector_paused
 from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES
 from .profiling import TOTALS, record
@@ -315,11 +316,12 @@ class KernelFunction:
                 executable = dev.backend.compile(kernel, dev.properties)
                 compiled = True
                 return executable
-            hit = self._shapes.find(spec, dev, static, trace, build)
-            if hit is None:
-                hit = (static(), build(static()))
-            elif not compiled:
-                TOTALS["shared_shapes"] += 1
+            with collector_paused():
+                hit = self._shapes.find(spec, dev, static, trace, build)
+                if hit is None:
+                    hit = (static(), build(static()))
+                elif not compiled:
+                    TOTALS["shared_shapes"] += 1
             self._cache[key] = hit
             if tracing:         # one specialization traced (for its CubeDim, shape-generic, or both)
                 self.trace_count += 1
