@@ -6,6 +6,7 @@ import ast
 import hashlib
 import inspect
 import textwrap
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,13 +15,17 @@ from ..ir.nodes import SourceLoc
 
 @dataclass
 class FunctionSource:
-    fn: Any
+    fn_ref: weakref.ref      # the function, weakly: a source kept for it must not keep it alive
     tree: ast.FunctionDef
     filename: str
     first_line: int
     indent: int
     lines: list[str]
     digest: str
+
+    @property
+    def fn(self) -> Any:
+        return self.fn_ref()
 
     def loc(self, node: ast.AST) -> SourceLoc:
         found = self.__dict__.get("locs", {}).get(id(node))
@@ -55,8 +60,10 @@ class SourceText:
         return "".join(self.lines)
 
 
-_cache: dict[Any, FunctionSource] = {}
-_texts: dict[Any, SourceText] = {}
+# by function, weakly: a kernel made in a loop or a factory (or by the fuzzer) is freed with its
+# function, and its source with it
+_cache: weakref.WeakKeyDictionary[Any, FunctionSource] = weakref.WeakKeyDictionary()
+_texts: weakref.WeakKeyDictionary[Any, SourceText] = weakref.WeakKeyDictionary()
 
 
 def capture_source(fn) -> SourceText | None:
@@ -97,6 +104,7 @@ def function_source(fn) -> FunctionSource:
     if not isinstance(tree, ast.FunctionDef):
         raise TypeError(f"{fn!r} is not a plain function definition")
     digest = hashlib.sha256(raw.encode()).hexdigest()
-    result = FunctionSource(fn, tree, text.filename, first_line, indent, [ln.rstrip("\n") for ln in lines], digest)
+    result = FunctionSource(weakref.ref(fn), tree, text.filename, first_line, indent,
+                            [ln.rstrip("\n") for ln in lines], digest)
     _cache[fn] = result
     return result
