@@ -13,6 +13,10 @@ A dimension is proven when, where the access runs:
   return``), or it is a ``range`` counter whose stop is the extent, or its upper bound is below a
   static extent (shared or local memory of a compile-time size).
 
+An index ``i % n`` with ``n`` an extent is at least 0 and below ``n`` unless ``n`` is 0 (then it is
+0): such a dimension is marked ``nonempty`` and tested only for ``n > 0``; ``i % c`` for a positive
+constant ``c`` is below ``c``.
+
 Topology bounds are polynomials in the cube counts (``unit_pos_x <= dim_x - 1``, ``cube_pos_x <=
 count_x - 1``, ...). A value built from them is proven to stay within ``[0, units]`` (``units``: the
 launch's total unit count) when its bound is, as a polynomial, at most ``units`` for every count
@@ -107,6 +111,7 @@ class _Facts:
     below: frozenset = frozenset()     # extent keys: ("shape", buffer id, dim) or ("const", n)
     bound: Poly | None = None          # an upper bound in the cube counts (topology values only)
     uses_units: bool = False           # proven only if the launch has at most INDEX_MAX units
+    below_if_nonempty: frozenset = frozenset()   # extents it is below when they are not 0 (then it is 0)
 
 
 @dataclass
@@ -194,6 +199,15 @@ class _Prover:
             return None
         if code == "shape":
             return _Facts(True)
+        if code == "mod":
+            # cubepy's % floors and gives 0 for a divisor of 0, so ``i % n`` for an extent n lies in
+            # [0, n) and is 0 where n is 0 (``x[(i + 1) % len(x)]``: only ``len(x) > 0`` is left)
+            key = self.extent_key(op.args[1])
+            if key is None:
+                return None
+            if key[0] == "const":
+                return _Facts(True, frozenset({key}), _const(key[1] - 1)) if key[1] > 0 else None
+            return _Facts(True, below_if_nonempty=frozenset({key}))
         if code in ("add", "mul"):
             a, b = (self.facts(x, scope) for x in op.args)
             if not (a.nonneg and b.nonneg and a.bound is not None and b.bound is not None):
@@ -222,8 +236,10 @@ class _Prover:
             widening = dst.bits >= src.bits and dst.bits >= 32
             # a narrowing keeps the facts only of a value below an extent (so it fits i32)
             fits = dst.bits >= 32 and bool(source.below)
+            fits = fits or dst.bits >= 32 and bool(source.below_if_nonempty)
             if source.nonneg and src.is_int and dst.is_int and (widening or fits):
-                return source if widening else _Facts(True, source.below)
+                return source if widening else _Facts(True, source.below,
+                                                      below_if_nonempty=source.below_if_nonempty)
         return None
 
     # --- conditions ---------------------------------------------------------------------------
@@ -234,6 +250,12 @@ class _Prover:
         op = self.defs.get(self.number(v)) if isinstance(v, Value) else None
         if op is not None and op.opcode == "shape":
             return ("shape", id(op.args[0]), op.attrs["dim"])
+        if op is not None and op.opcode == "cast" and isinstance(op.args[0], Value):
+            # an extent widened (``i64(len(x))``, as ``i64 % len(x)`` promotes it) is the same number
+            src, dst = op.args[0].type.dtype, op.result.type.dtype
+            if src.is_int and dst.is_int and dst.bits >= src.bits and op.result.type.width == 1:
+                key = self.extent_key(op.args[0])
+                return key if key is not None and key[0] == "shape" else None
         return None
 
     def comparisons(self, cond, truth: bool) -> list[tuple]:
@@ -329,7 +351,7 @@ class _Prover:
     def mark(self, op: Op, scope: _Scope) -> None:
         buf = op.args[0]
         ndim = buf.rank
-        proven, nonneg = [], []
+        proven, nonneg, nonempty = [], [], []
         for dim, index in enumerate(op.args[1:1 + ndim]):
             facts = self.facts(index, scope)
             if not facts.nonneg:
@@ -341,10 +363,14 @@ class _Prover:
             within = key in facts.below or (key[0] == "const" and bound is not None and bound < key[1])
             if within:
                 proven.append(dim)
+            elif key in facts.below_if_nonempty:
+                nonempty.append(dim)
         if proven:
             op.attrs["proven"] = tuple(proven)
         if nonneg:
             op.attrs["nonneg"] = tuple(nonneg)
+        if nonempty:
+            op.attrs["nonempty"] = tuple(nonempty)
 
 
 def _constant(p: Poly | None) -> int | None:

@@ -75,7 +75,7 @@ def _in_bounds(op: Op, known_extents: dict, entry: list, emit, narrowed_ops: lis
     buf = op.args[0]
     ndim = buf.rank
     extents, narrow, ok = [], [], None
-    proven, nonneg = op.attrs.get("proven", ()), op.attrs.get("nonneg", ())
+    proven, nonneg, nonempty = op.attrs.get("proven", ()), op.attrs.get("nonneg", ()), op.attrs.get("nonempty", ())
     for dim, index in enumerate(op.args[1:1 + ndim]):
         extent = extent_value(buf, dim, known_extents, entry, op.loc)
         extents.append(extent)
@@ -87,6 +87,10 @@ def _in_bounds(op: Op, known_extents: dict, entry: list, emit, narrowed_ops: lis
             narrowed_ops.append(Op("cast", (index,), narrowed, {}, (), op.loc))
             narrow.append(narrowed)
         if dim in proven:
+            continue
+        if dim in nonempty:       # an index in [0, extent) whenever the extent is not 0
+            inside = emit("lt", (Const(0, _I32), extent), _BOOL)
+            ok = inside if ok is None else emit("and", (ok, inside), _BOOL)
             continue
         bound = Const(extent.value, itype) if isinstance(extent, Const) else (
             extent if itype == _I32 else emit("cast", (extent,), itype))

@@ -171,3 +171,45 @@ def test_a_counter_that_could_wrap_keeps_its_sign_check():
     found = _accesses(rows.compile(np.ones((4, 100), np.float32), np.ones((4, 100), np.float32), dim=64,
                                    device="interp"))
     assert found["x"] == [(1,)]
+
+
+@cb.kernel
+def periodic(x: Array[f32], y: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(y):
+        window = cb.LocalArray(f32, 4)
+        window[(i * 7) % 4] = x[(i + 1) % len(x)]
+        window[(i * 7 + 1) % 4] = x[(cb.i64(i) - 1) % len(x)]          # i64 % len(x): len widened
+        y[i] = window[(i * 7) % 4] - window[(i * 7 + 1) % 4]
+
+
+def _nonempty(compiled, name: str) -> list:
+    from cubepy.ir.nodes import walk
+
+    return [op.attrs.get("nonempty", ()) for op in walk(compiled.ir_module.body)
+            if op.opcode in ("load", "store") and op.attrs.get("array") == name]
+
+
+def test_an_index_modulo_an_extent_is_checked_only_for_an_empty_array():
+    """``i % len(x)`` lies in [0, len(x)), and is 0 when x is empty: its check is ``len(x) > 0``;
+    ``% 4`` into a local array of 4 needs none."""
+    from cubepy.ir.nodes import walk
+
+    x = np.ones(10, np.float32)
+    compiled = periodic.compile(x, x.copy(), dim=32, device="interp")
+    found = _accesses(compiled)
+    assert found["x"] == [(), ()] and _nonempty(compiled, "x") == [(0,), (0,)]
+    assert found["window"] == [(0,)] * 4
+    assert not any(op.opcode == "ge" for op in walk(compiled.ir_module.body))     # no sign test left
+    assert _checks(compiled) == 2                                                 # x's two
+
+
+def test_an_index_modulo_an_extent_gives_the_same_answer_and_reports_an_empty_array(dev, rng):
+    x = rng.standard_normal(50).astype(np.float32)
+    y = poisoned(100, np.float32)
+    periodic[4, 32](x, y, device=dev)
+    dev.synchronize()
+    np.testing.assert_array_equal(y, np.tile(np.roll(x, -1) - np.roll(x, 1), 2))
+    with pytest.raises(cb.OutOfBoundsError, match="index \\(0,\\) is out of bounds for array 'x'"):
+        periodic[4, 32](np.zeros(0, np.float32), poisoned(100, np.float32), device=dev)
+        dev.synchronize()
