@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from .nodes import Block, Const, Kernel, Op, Value
+from .nodes import Block, Const, Kernel, Op, Value, walk
 from .types import INDEX_MAX, MAX_PROVEN_STEP
 
 _CHECKED = ("load", "store", "atomic")
@@ -344,7 +344,7 @@ class _Prover:
 
     def _forget_stored(self, op: Op, scope: _Scope) -> None:
         for b in op.blocks:
-            for inner in _walk(b):
+            for inner in walk(b):
                 if inner.opcode == "store_var":
                     scope.vars.pop(inner.args[0].id, None)
 
@@ -382,13 +382,6 @@ def _constant(p: Poly | None) -> int | None:
 
 def _neg(p: Poly) -> Poly:
     return {k: -v for k, v in p.items()}
-
-
-def _walk(block: Block):
-    for op in block.ops:
-        yield op
-        for b in op.blocks:
-            yield from _walk(b)
 
 
 def _always_leaves(block: Block) -> bool:
