@@ -193,7 +193,7 @@ def walk(block: Block):
         for op in stack[-1]:
             yield op
             if op.blocks:
-                stack.append(op for b in op.blocks for op in b.ops)
+                stack.append(inner for b in op.blocks for inner in b.ops)
                 break
         else:
             stack.pop()
