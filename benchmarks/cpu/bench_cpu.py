@@ -139,7 +139,8 @@ def build_c():
     return lib, None
 
 
-def build_numba():
+def import_numba():
+    """``(numba, None)`` set to compile for cubepy's target, or ``(None, why)``."""
     if cb.settings.cpu_isa() == "avx2":          # numba compiles for the same target as cubepy
         from cubepy.backends.cpu import jit
 
@@ -149,6 +150,13 @@ def build_numba():
         import numba
     except ImportError as e:
         return None, f"numba unavailable: {e}"
+    return numba, None
+
+
+def build_numba():
+    numba, why = import_numba()
+    if numba is None:
+        return None, why
 
     @numba.njit(parallel=True, fastmath=False)
     def triad(x, y, a):

@@ -27,24 +27,13 @@ def measure(level: int, kernels: int) -> str:
     from cubepy.backends.cpu import jit
 
     import cubepy as cb
+    from benchmarks.stage_timer import time_calls
     from tests.fuzz.generate import generate
     from tests.fuzz.run import arguments, load
 
     stages: dict[str, float] = {}
-
-    def timed(owner, name: str, label: str) -> None:
-        original = getattr(owner, name)
-
-        def wrapper(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                stages[label] = stages.get(label, 0.0) + time.perf_counter() - start
-        setattr(owner, name, wrapper)
-
-    timed(cpu.CpuBackend, "generate", "cubepy codegen")
-    timed(jit, "load", "LLVM")
+    time_calls(stages, cpu.CpuBackend, "generate", "cubepy codegen")
+    time_calls(stages, jit, "load", "LLVM")
     dev = cb.device("cpu", plane_dim=8, opt_level=level)
     programs = [generate(seed, exclude=frozenset({"f16"})) for seed in range(5557000, 5557000 + kernels)]
     loaded = [load(p) for p in programs]

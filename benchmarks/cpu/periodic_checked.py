@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import numpy as np  # noqa: E402
 
 import cubepy as cb  # noqa: E402
-from benchmarks.cpu.bench_cpu import build_numba, interleaved  # noqa: E402
+from benchmarks.cpu.bench_cpu import import_numba, interleaved  # noqa: E402
 from cubepy import Array, Mut, f32  # noqa: E402
 
 
@@ -48,10 +48,8 @@ def main() -> None:
     launch = periodic[-(-n // 256), 256]
     fns = {"checked": lambda: launch(x, outs["checked"], device=dev),
            "unchecked": lambda: launch(x, outs["unchecked"], device=dev, checked=False)}
-    numba_ok, why = build_numba()
-    if numba_ok:
-        import numba
-
+    numba, why = import_numba()
+    if numba is not None:
         @numba.njit(parallel=True, fastmath=False)
         def stencil(x, y):
             m = x.shape[0]

@@ -22,7 +22,8 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))      # the repository root
 from benchmarks.fresh_process import child_env, describe, warm_up  # noqa: E402
 
 CHILD = textwrap.dedent(r'''
@@ -34,19 +35,11 @@ CHILD = textwrap.dedent(r'''
     from cubepy import Array, Mut, f32
     stages["import cubepy"] = time.perf_counter() - t0
     where = sys.argv[1]
-
-    def timed(module, name, label):
-        original = getattr(module, name)
-        def wrapper(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                stages[label] = stages.get(label, 0.0) + time.perf_counter() - start
-        setattr(module, name, wrapper)
+    sys.path.insert(0, sys.argv[2])         # the repository, after cubepy's import was timed
+    from benchmarks.stage_timer import time_calls
 
     import cubepy.runtime.kernel as kernel_module
-    timed(kernel_module, "trace_kernel", "trace")
+    time_calls(stages, kernel_module, "trace_kernel", "trace")
     t1 = time.perf_counter()
     if where == "cuda":             # the user's own work first: CuPy's import and the CUDA context
         import cupy as cp
@@ -61,14 +54,14 @@ CHILD = textwrap.dedent(r'''
     backend = type(dev.backend)
     if where == "cuda":
         import cubepy.backends.cuda as cuda_backend
-        timed(cuda_backend, "render", "render")
-        timed(cuda_backend, "_nvrtc_cubin", "NVRTC")
-        timed(backend, "_load", "disk cache, NVRTC and module load")
+        time_calls(stages, cuda_backend, "render", "render")
+        time_calls(stages, cuda_backend, "_nvrtc_cubin", "NVRTC")
+        time_calls(stages, backend, "_load", "disk cache, NVRTC and module load")
     else:
         import cubepy.backends.cpu.jit as jit
-        timed(jit, "optimize", "LLVM optimize")
-        timed(jit, "Loaded", "object load")
-    timed(backend, "compile", "backend compile (total)")
+        time_calls(stages, jit, "optimize", "LLVM optimize")
+        time_calls(stages, jit, "Loaded", "object load")
+    time_calls(stages, backend, "compile", "backend compile (total)")
 
     @cb.kernel
     def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
@@ -97,7 +90,7 @@ def write_script(folder: str) -> str:
 
 def run(device: str, cache: str, bytecode: bool) -> dict:
     script = write_script(cache)
-    done = subprocess.run([sys.executable, script, device], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, script, device, str(ROOT)], capture_output=True, text=True,
                           env=child_env(cache, bytecode), timeout=300)
     if done.returncode:
         raise RuntimeError(done.stderr[-3000:])
@@ -115,7 +108,7 @@ def main() -> None:
     bytecode = not args.no_bytecode_cache
     print(f"children: {describe(bytecode)}")
     with tempfile.TemporaryDirectory() as folder:
-        warm_up(write_script(folder), args.device, bytecode=bytecode)
+        warm_up(write_script(folder), args.device, str(ROOT), bytecode=bytecode)
     results = {"cold": [], "warm": []}
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as cache:
