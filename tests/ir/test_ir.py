@@ -74,19 +74,29 @@ def test_uniformity_levels():
     assert levels[psum.id] == PLANE
 
 
-def test_uniformity_follows_variables_through_loops():
+def _loop_over_v():
+    """A kernel with ``v = 0`` and then a ``for`` loop: its builder, v and the loop body."""
     k, b, _ = _kernel()
     v = b.new_var("v", I32)
     b.store_var(v, Const(0, I32))
     body = Block()
     b.op("for", (Const(0, I32), Const(4, I32), Const(1, I32)), blocks=(body,), var=b.new_var("c", I32))
-    with b.at(body):
-        b.store_var(v, b.op("builtin", (), I32, name="unit_pos_x"))
+    return k, b, v, body
+
+
+def _sync_if_v_below_2(b, v):
     cond = b.op("lt", (b.load_var(v), Const(2, I32)), BOOL)
     then = Block([])
     b.op("if", (cond,), blocks=(then, Block()))
     with b.at(then):
         b.op("sync_cube")
+
+
+def test_uniformity_follows_variables_through_loops():
+    k, b, v, body = _loop_over_v()
+    with b.at(body):
+        b.store_var(v, b.op("builtin", (), I32, name="unit_pos_x"))
+    _sync_if_v_below_2(b, v)                                    # after the loop
     with pytest.raises(DivergenceError, match="sync_cube"):
         analyze_uniformity(k)
 
@@ -94,17 +104,9 @@ def test_uniformity_follows_variables_through_loops():
 def test_uniformity_sees_a_variable_made_varying_after_its_read_in_the_same_loop_body():
     """The read comes first in the body and sees v uniform; the store after it makes v varying
     for the next iteration, so the analysis must walk the loop again and refuse the sync."""
-    k, b, _ = _kernel()
-    v = b.new_var("v", I32)
-    b.store_var(v, Const(0, I32))
-    body = Block()
-    b.op("for", (Const(0, I32), Const(4, I32), Const(1, I32)), blocks=(body,), var=b.new_var("c", I32))
+    k, b, v, body = _loop_over_v()
     with b.at(body):
-        cond = b.op("lt", (b.load_var(v), Const(2, I32)), BOOL)
-        then = Block([])
-        b.op("if", (cond,), blocks=(then, Block()))
-        with b.at(then):
-            b.op("sync_cube")
+        _sync_if_v_below_2(b, v)
         b.store_var(v, b.op("builtin", (), I32, name="unit_pos_x"))
     with pytest.raises(DivergenceError, match="sync_cube"):
         analyze_uniformity(k)
