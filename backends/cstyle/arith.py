@@ -64,7 +64,7 @@ class Arithmetic:
             if dtype.is_float:
                 return self._down(f"{self._minmax_helper(code, dtype)}({self._up(a, dtype)}, {self._up(b, dtype)})",
                                   dtype)
-            return self._int_min_max(code, a, b)
+            return self._int_min_max(code, dtype, a, b)
         if code in ("floordiv", "mod", "pow"):
             return f"{self._arith_helper(code, dtype)}({a}, {b})"
         if code in ("shl", "shr"):
@@ -88,8 +88,10 @@ class Arithmetic:
             return self._wrap(f"({ut}){a} {sym} ({ut}){b}", dtype)
         return self._down(f"{self._up(a, dtype)} {sym} {self._up(b, dtype)}", dtype)
 
-    @staticmethod
-    def _int_min_max(code: str, a: str, b: str) -> str:
+    def _int_min_max(self, code: str, dtype: DType, a: str, b: str) -> str:
+        if dtype.bits < 32 and self.d.narrow_min_max:
+            wide = self._c(DTYPES_BY_NAME["i32" if dtype.is_signed else "u32"])
+            return self.d.narrow_min_max.format(t=self._c(dtype), op=code, w=wide, a=a, b=b)
         return f"({a} {'<' if code == 'min' else '>'} {b} ? {a} : {b})"
 
     def _shift(self, code: str, dtype: DType, a: str, b: str, b_value) -> str:

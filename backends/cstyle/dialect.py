@@ -158,7 +158,12 @@ class Dialect:
     # wrapped to i16 became neg.s16), and ptxas 13.0 (-O1 to -O3, sm_90) drops the wrap of neg.s16
     # before shr.s16, so a 16-bit arithmetic shift saw 32768 and gave 1 for -1 (docs/fuzzing.md)
     sign_extend: str = ""
-    # the body of a helper ``float f()`` giving -0.0f through a move the compiler cannot fold,
+    # an 8- or 16-bit integer min or max computed in 32 bits ({t} the type, {op} min or max, {w}
+    # int or unsigned int, {a} and {b}); without one, a select. CUDA: NVVM made a u8 maximum a
+    # 16-bit max, and ptxas 13.0 (sm_90) fused it with a later test of the result against 0 into
+    # one VIMNMX.U16x2 whose predicate output it misread (seed 14002140, docs/fuzzing.md)
+    narrow_min_max: str = ""
+    # the body of a helper ``float f()`` giving -0.0f through a value the compiler cannot fold,
     # used for every f32 -0.0 constant; without one, -0.0f is a literal. CUDA: ptxas 13.0
     # (sm_90) turned a select of -1.0f and -0.0f into a select of the integers -1 and 0 and a
     # conversion, which gives +0.0 (docs/fuzzing.md)
@@ -230,8 +235,12 @@ CUDA = Dialect(
     # compiling the same source for the host (tests/fuzz/host_cuda.py)
     sign_extend=("#ifdef __CUDA_ARCH__\n  int r;\n  asm(\"cvt.s32.s{bits} %0, %1;\" : \"=r\"(r) : \"r\"(x));\n"
                  "  return r;\n#else\n  return (int)((x & {mask}u) ^ {sign}u) - {sign};\n#endif"),
-    negative_zero_f32=("#ifdef __CUDA_ARCH__\n  float r;\n  asm(\"mov.b32 %0, 0x80000000;\" : \"=f\"(r));\n"
-                       "  return r;\n#else\n  return -0.0f;\n#endif"),
+    narrow_min_max="(({t}){op}(({w})({a}), ({w})({b})))",
+    # the sign bit or'ed with a bit that is always 0 but that neither NVVM nor ptxas can prove 0
+    # (bit 31 of %tid.x, read in inline PTX): a plain `mov.b32 0x80000000` is a constant to ptxas,
+    # which folded it into the integer select again in larger kernels (seeds 12004882, 14000430)
+    negative_zero_f32=("#ifdef __CUDA_ARCH__\n  unsigned int t;\n  asm(\"mov.u32 %0, %%tid.x;\" : \"=r\"(t));\n"
+                       "  return __int_as_float(0x80000000u | (t >> 31));\n#else\n  return -0.0f;\n#endif"),
 )
 
 HIP = CUDA.with_(
@@ -252,6 +261,7 @@ HIP = CUDA.with_(
     dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
     from_double={},
     sign_extend="",
+    narrow_min_max="",
     negative_zero_f32="",
 )
 

@@ -173,6 +173,22 @@ def fold_typed_binary(opname: str, a: Const, b: Const) -> Const | None:
     return None
 
 
+def fold_typed_unary(opname: str, a: Const) -> Const | None:
+    """``neg``, ``abs`` or ``invert`` of a typed scalar constant: the run-time result (exact: a
+    float negation or absolute value only changes the sign bit, an integer one wraps). Left
+    unfolded, a C compiler folds ``-0.0f`` itself, past the opaque form the CUDA backend gives
+    every -0.0 constant (docs/fuzzing.md, seed 14000430)."""
+    dtype = a.type.dtype
+    if a.type.width != 1 or dtype.is_bool or opname not in ("neg", "abs", "invert"):
+        return None
+    if dtype.is_float:
+        if opname == "invert":
+            return None
+        return Const(-a.value if opname == "neg" else math.fabs(a.value), a.type)
+    value = {"neg": operator.neg, "abs": abs, "invert": operator.invert}[opname](a.value)
+    return Const(semantics.wrap(value, dtype), a.type)
+
+
 _COMPARE = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
             "ge": operator.ge}
 

@@ -30,6 +30,7 @@ from .folding import (
     fold_python_unary,
     fold_typed_binary,
     fold_typed_compare,
+    fold_typed_unary,
     literal_value,
 )
 from .scope import ShapeSpecific
@@ -284,6 +285,10 @@ class Ops:
             a = self.cast(a, f64 if dt.bits == 64 else f32)
         if opname in ("floor", "ceil") and dt.is_int:
             return a
+        if isinstance(a, Const):
+            folded = fold_typed_unary(opname, a)
+            if folded is not None:
+                return folded
         return self.b.op(opname, (a,), a.type)
 
     def truth(self, a, allow_lines: bool = False):

@@ -34,6 +34,7 @@ from .generate import generate
 from .run import Run, arguments, compare, execute, load, outputs
 
 _SHIM = r"""
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 struct dim3 { unsigned int x, y, z; };
@@ -55,7 +56,7 @@ static inline __half __float2half(float f) { return (__half)f; }
 static inline __half __float2half_rn(float f) { return (__half)f; }
 static inline __half __double2half(double d) { return (__half)d; }
 using std::ceil; using std::exp; using std::fabs; using std::floor; using std::fma; using std::fmax; using std::fmin;
-using std::log; using std::sqrt;
+using std::log; using std::max; using std::min; using std::sqrt;
 """
 
 

@@ -41,6 +41,11 @@ REPROS = (
     Repro("negative_zero_select", 14000430, "out[i] = (x[i] > 7) ? -1.0f : -0.0f;    // x[i] <= 7: -0.0f",
           "a float select of -1.0 and -0.0 becomes SEL of the integers -1 and 0, then I2FP: -0.0 turns +0.0",
           "float"),
+    Repro("negative_zero_select_opaque", 14000430,
+          "unsigned int t; asm(\"mov.u32 %0, %%tid.x;\" : \"=r\"(t));\n"
+          "    out[i] = (x[i] > 7) ? -1.0f : __int_as_float(0x80000000u | (t >> 31));",
+          "cubepy's workaround (backends/cstyle/dialect.py): -0.0 as the sign bit or'ed with bit 31 of %tid.x, "
+          "a value no compiler can fold; should be right at both levels", "float"),
     Repro("negated_parameter_in_nested_min", 16001842, "int v = (int)xu[i]; out[i] = min(s, min(-n, v));",
           "VIMNMX3 of s, n and v: the negation of the parameter n is dropped (wrong at ptxas -O1 to -O3)"),
     Repro("negated_parameter_in_nested_max", 16001842, "int v = (int)xu[i]; out[i] = max(s, max(-n, v));",

@@ -16,7 +16,7 @@ from conftest import missing_toolchain
 from cubepy.backends.cstyle import CUDA, OPENCL, render
 
 import cubepy as cb
-from cubepy import Array, Mut, f32, f64, i8, i16, i32
+from cubepy import Array, Comptime, Mut, f32, f64, i8, i16, i32, u8
 
 
 def _ir(kernel, *args, dim=32, plane=32):
@@ -86,26 +86,57 @@ def test_a_narrow_wrap_reaches_ptx_as_32_bit_arithmetic_which_ptxas_does_not_mis
 
 
 @cb.kernel
-def negative_zero_select(x: Array[i8], o: Mut[Array[f32]]):
+def negative_zero_select(x: Array[i8], o: Mut[Array[f32]], p: Mut[Array[f32]], K: Comptime[int]):
     i = cb.ABSOLUTE_POS
     if i < len(x):
         o[i] = cb.select(x[i] > i8(7), f32(-1.0), f32(-0.0))
+        p[i] = f32(-1.0) if x[i] > i8(7) else -f32(K)       # K = 0: a negation the frontend folds
 
 
-def test_an_f32_negative_zero_is_a_move_ptxas_cannot_fold_into_an_integer_select(tmp_path):
+def test_an_f32_negative_zero_is_a_value_ptxas_cannot_fold_into_an_integer_select(tmp_path):
     # ptxas 13.0 (sm_90) made `selp.f32 -1.0, -0.0` a select of the integers -1 and 0 and an
-    # I2FP, which gives +0.0 (fuzz seed 14000430, read in SASS); -0.0f is an opaque move now
-    src = render(_ir(negative_zero_select, np.zeros(4, np.int8), np.zeros(4, np.float32)), CUDA).source
-    assert "(-0.0f)" not in src and "cb_negative_zero_f32()" in src
+    # I2FP, which gives +0.0 (fuzz seeds 14000430, 12004882, read in SASS); every f32 -0.0 is
+    # now the sign bit or'ed with bit 31 of %tid.x, which no compiler can prove 0
+    args = np.zeros(4, np.int8), np.zeros(4, np.float32), np.zeros(4, np.float32), 0
+    src = render(_ir(negative_zero_select, *args), CUDA).source
+    body = src[src.index("__global__"):]
+    assert "-0.0f" not in body and "-(0.0f)" not in body and body.count("cb_negative_zero_f32()") == 2, body
     ptx = _nvcc(tmp_path, src, "negative_zero", "ptx")
-    assert not re.search(r"selp\.f32\s+%f\d+, 0f[0-9A-F]{8}, 0f80000000", ptx), ptx
-    assert "mov.b32 %f" in ptx and "0x80000000" in ptx
+    assert "0f80000000" not in ptx, ptx             # no -0.0 constant reaches ptxas
+    assert "%tid.x" in ptx and not re.search(r"mov\.b32\s+%f\d+, 0x80000000", ptx), ptx   # nor a constant move
     x = np.array([-128, -1, 0, 7, 8, 127], np.int8)
     for device in ("interp", "cpu", "opencl"):
-        o = np.full(6, 12345.0, np.float32)
-        negative_zero_select.launch(1, 32, x, o, device=device)
-        np.testing.assert_array_equal(o, [-0.0, -0.0, -0.0, -0.0, -1.0, -1.0])
-        assert np.signbit(o).all()
+        o, p = np.full(6, 12345.0, np.float32), np.full(6, 12345.0, np.float32)
+        negative_zero_select.launch(1, 32, x, o, p, 0, device=device)
+        for out in (o, p):
+            np.testing.assert_array_equal(out, [-0.0, -0.0, -0.0, -0.0, -1.0, -1.0])
+            assert np.signbit(out).all()
+
+
+@cb.kernel
+def narrow_max_then_divide(c: Array[u8], y: Array[u8], o: Mut[Array[u8]], q: Mut[Array[i16]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(c):
+        o[i] = y[i] // cb.max(c[i], u8(1))             # a maximum, then the division's test of it
+        q[i] = cb.min(i16(c[i]) - i16(200), i16(y[i]))
+
+
+def test_a_narrow_integer_min_or_max_is_computed_in_32_bits_on_cuda(tmp_path):
+    # ptxas 13.0 (sm_90) fused NVVM's 16-bit max of a u8 maximum with the division's test of it
+    # for zero into one VIMNMX.U16x2 whose predicate it misread: every unit stored 0 (seed 14002140)
+    args = np.zeros(4, np.uint8), np.zeros(4, np.uint8), np.zeros(4, np.uint8), np.zeros(4, np.int16)
+    src = render(_ir(narrow_max_then_divide, *args), CUDA).source
+    assert "max((unsigned int)(" in src and "min((int)(" in src, src
+    ptx = _nvcc(tmp_path, src, "narrow_max", "ptx")
+    assert not re.search(r"\b(max|min)\.[us]16\b", ptx), ptx
+    rng = np.random.default_rng(5)
+    c, y = rng.integers(0, 256, 64, dtype=np.uint8), rng.integers(0, 256, 64, dtype=np.uint8)
+    c[:4] = 0
+    for device in ("interp", "cpu", "opencl"):
+        o, q = np.full(64, 77, np.uint8), np.full(64, 77, np.int16)
+        narrow_max_then_divide.launch(2, 32, c, y, o, q, device=device)
+        np.testing.assert_array_equal(o, y // np.maximum(c, 1))
+        np.testing.assert_array_equal(q, np.minimum(c.astype(np.int16) - 200, y.astype(np.int16)))
 
 
 @cb.kernel
