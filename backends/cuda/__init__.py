@@ -46,6 +46,7 @@ from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import CUDA, Rendered, empty_record, oob_error, render
+from . import device_query
 from .packing import BUFFER, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
 
 
@@ -138,11 +139,9 @@ class CudaBackend(DeviceBackend):
         self._several_devices = count > 1
         if not 0 <= index < count:
             raise ArgumentValueError(f"CUDA device index {index} is out of range ({count} GPUs)")
-        dev = cp.cuda.Device(index)
-        a = dev.attributes
-        cc = int(dev.compute_capability)
-        raw = cp.cuda.runtime.getDeviceProperties(index)["name"]
-        name = raw.decode() if isinstance(raw, bytes) else str(raw)
+        a = device_query.attributes(cp, index)
+        cc = a["ComputeCapabilityMajor"] * 10 + a["ComputeCapabilityMinor"]
+        name = device_query.name(cp, index)
         features = {"gpu", "fp16", "fp64", "plane_ops", "atomics", "atomic_f32_add"}
         if cc >= 80:
             features.add("bf16")
@@ -153,7 +152,7 @@ class CudaBackend(DeviceBackend):
             max_units_per_cube=int(a["MaxThreadsPerBlock"]),
             max_cube_dim=(int(a["MaxBlockDimX"]), int(a["MaxBlockDimY"]), int(a["MaxBlockDimZ"])),
             max_cube_count=(int(a["MaxGridDimX"]), int(a["MaxGridDimY"]), int(a["MaxGridDimZ"])),
-            shared_memory_per_cube=int(a.get("MaxSharedMemoryPerBlockOptin", a["MaxSharedMemoryPerBlock"])),
+            shared_memory_per_cube=max(a["MaxSharedMemoryPerBlockOptin"], a["MaxSharedMemoryPerBlock"]),
             vector_widths=(1, 2, 4, 8, 16), compute_units=int(a["MultiProcessorCount"]),
             features=frozenset(features))
         self._devices[props] = index
@@ -498,6 +497,9 @@ class CudaEvent:
         not_recorded(not (self._recorded and start._recorded))
         self._event.synchronize()
         return float(self._cp.cuda.get_elapsed_time(start._event, self._event))
+
+    def done(self) -> bool:
+        return self._recorded and self._event.done
 
 
 class _NvrtcMissing(Exception):
