@@ -227,6 +227,13 @@ class HipEvent:
         self.synchronize()
         return float(_check(self._hip.hipEventElapsedTime(start._event, self._event), "hipEventElapsedTime"))
 
+    def done(self) -> bool:
+        if not self._recorded:
+            return False
+        status = self._hip.hipEventQuery(self._event)
+        status = status[0] if isinstance(status, tuple) else status
+        return getattr(status, "value", status) == 0          # hipSuccess; hipErrorNotReady otherwise
+
 
 def _text(v) -> str:
     return v.decode(errors="replace").rstrip("\0") if isinstance(v, (bytes, bytearray)) else str(v)

@@ -501,3 +501,7 @@ class OpenCLEvent:
         not_recorded(self._marker is None or start._marker is None)
         self._marker.wait()
         return (self._marker.profile.end - start._marker.profile.end) * 1e-6
+
+    def done(self) -> bool:
+        return self._marker is not None and \
+            self._marker.command_execution_status == self._cl.command_execution_status.COMPLETE

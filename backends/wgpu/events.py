@@ -38,5 +38,8 @@ class TimestampEvent:
     def elapsed_ms(self, start: TimestampEvent) -> float:
         return (self._read() - start._read()) * self._period * 1e-6
 
+    def done(self) -> bool:
+        return self._ticks is not None        # wgpu tells only by reading the timestamp, which waits
+
 
 __all__ = ["TimestampEvent"]

@@ -27,6 +27,10 @@ class Event(Protocol):
     def elapsed_ms(self, start: Event) -> float:
         """Milliseconds from ``start``'s mark to this one's, waiting for this one."""
 
+    def done(self) -> bool:
+        """Whether the work before the mark is known to be done, without waiting (False where the
+        device cannot tell without waiting)."""
+
 
 class HostEvent:
     """An event on the host clock, for devices whose launches finish before they return."""
@@ -45,6 +49,9 @@ class HostEvent:
     def elapsed_ms(self, start: HostEvent) -> float:
         not_recorded(self._time is None or start._time is None)
         return (self._time - start._time) * 1e3
+
+    def done(self) -> bool:
+        return self._time is not None
 
 
 def not_recorded(missing: bool) -> None:

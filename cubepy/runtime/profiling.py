@@ -43,13 +43,27 @@ class Profile:
     """The statistics of a ``with cb.profile()`` block, by kernel name."""
 
     kernels: dict[str, KernelStats] = field(default_factory=dict)
-    _timings: list = field(default_factory=list)       # (kernel, start event, stop event), read at the end
+    _timings: list = field(default_factory=list)       # (kernel, start event, stop event), not read yet
+    _read_at: int = 64                                  # read the finished ones when this many are pending
 
     def stats(self, name: str) -> KernelStats:
         found = self.kernels.get(name)
         if found is None:
             found = self.kernels[name] = KernelStats()
         return found
+
+    def read_finished(self) -> None:
+        """Read the launches whose events are done, oldest first, without waiting: their events
+        go back to the backend (a CUDA event pool) while a long profile runs, so a profiled launch
+        records two events instead of creating them."""
+        timings, read = self._timings, 0
+        for name, start, stop in timings:
+            if not stop.done():
+                break
+            self.stats(name).kernel_ms += stop.elapsed_ms(start)
+            read += 1
+        del timings[:read]
+        self._read_at = len(timings) + 64
 
     def finish(self) -> None:
         """Read the launches' events (this waits for them) into ``kernel_ms``."""
@@ -123,6 +137,8 @@ def record_launch(name: str, start, stop) -> None:
     for p in ACTIVE:
         p.stats(name).launches += 1
         p._timings.append((name, start, stop))
+        if len(p._timings) >= p._read_at:
+            p.read_finished()
 
 
 __all__ = ["ACTIVE", "TOTALS", "KernelStats", "Profile", "compile_stats", "profile", "record", "record_launch"]

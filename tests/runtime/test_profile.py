@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 import pytest
@@ -63,3 +64,35 @@ def test_nested_profiles_both_record_and_nothing_is_recorded_outside():
     assert outer.kernels["scale"].launches == 2 and inner.kernels["scale"].launches == 1
     found = outer.kernels["scale"]
     assert found.compiles + found.disk_loads == 1 and inner.kernels["scale"].compiles == 0
+
+
+class _Mark:
+    """An event whose work is done (or not yet), each 1 ms after its start."""
+
+    def __init__(self, finished: bool):
+        self.finished = finished
+
+    def done(self) -> bool:
+        return self.finished
+
+    def elapsed_ms(self, start) -> float:
+        return 1.0
+
+
+def test_a_long_profile_reads_finished_launches_as_it_goes_and_lets_their_events_go():
+    from cubepy.runtime.profiling import record_launch
+
+    alive = weakref.WeakSet()
+    most = 0
+    with cb.profile() as p:
+        for _ in range(1000):
+            start, stop = _Mark(True), _Mark(True)
+            alive.update((start, stop))
+            record_launch("k", start, stop)
+            del start, stop
+            most = max(most, len(alive))
+        late = _Mark(False)                       # not done: read when the block ends, by waiting
+        record_launch("k", _Mark(True), late)
+        late.finished = True
+    assert most <= 2 * 64                         # the backends' events go back to their pools
+    assert p.kernels["k"].launches == 1001 and p.kernels["k"].kernel_ms == 1001.0
