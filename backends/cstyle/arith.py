@@ -51,8 +51,10 @@ class Arithmetic:
             raise CubeTypeError(f"{code} of {dtype} is not supported", self.k.name)
         return self._down(f"{self._fn(code, dtype)}({self._up(a, dtype)})", dtype)
 
-    def _binary(self, code: str, dtype: DType, a: str, b: str, b_value=None, nowrap: bool = False) -> str:
-        """``a <code> b``; ``b_value`` is b's value when it is a constant (shift counts).
+    def _binary(self, code: str, dtype: DType, a: str, b: str, b_value=None, nowrap: bool = False,
+                of_negation: bool = False) -> str:
+        """``a <code> b``; ``b_value`` is b's value when it is a constant (shift counts);
+        ``of_negation``: a min or max with a signed negation for an operand.
 
         ``nowrap`` (ops a per-cube test showed never overflow, `cubepy.ir.cube_checks`) keeps
         32- and 64-bit signed arithmetic signed, so the compiler may fold it into addresses."""
@@ -64,7 +66,7 @@ class Arithmetic:
             if dtype.is_float:
                 return self._down(f"{self._minmax_helper(code, dtype)}({self._up(a, dtype)}, {self._up(b, dtype)})",
                                   dtype)
-            return self._int_min_max(code, dtype, a, b)
+            return self._int_min_max(code, dtype, a, b, of_negation)
         if code in ("floordiv", "mod", "pow"):
             return f"{self._arith_helper(code, dtype)}({a}, {b})"
         if code in ("shl", "shr"):
@@ -88,7 +90,10 @@ class Arithmetic:
             return self._wrap(f"({ut}){a} {sym} ({ut}){b}", dtype)
         return self._down(f"{self._up(a, dtype)} {sym} {self._up(b, dtype)}", dtype)
 
-    def _int_min_max(self, code: str, dtype: DType, a: str, b: str) -> str:
+    def _int_min_max(self, code: str, dtype: DType, a: str, b: str, of_negation: bool = False) -> str:
+        if of_negation and dtype.bits >= 32 and self.d.min_max_of_negation:
+            cmp = "<" if code == "min" else ">"
+            return self.d.min_max_of_negation.format(t=self._c(dtype), a=a, b=b, cmp=cmp)
         if dtype.bits < 32 and self.d.narrow_min_max:
             wide = self._c(DTYPES_BY_NAME["i32" if dtype.is_signed else "u32"])
             return self.d.narrow_min_max.format(t=self._c(dtype), op=code, w=wide, a=a, b=b)

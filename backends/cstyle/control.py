@@ -32,13 +32,16 @@ class ControlFlow:
             handler(op)
         elif code in UNARY:
             dt = op.args[0].type.dtype
+            if code == "neg" and dt.is_int and dt.is_signed:
+                self.negations.add(op.result.id)
             self._define(op, lambda i: self._unary(code, dt, self._arg(op.args[0], i)))
         elif code in BINARY or code in COMPARE:
             dt = op.args[0].type.dtype
             b_value = op.args[1].value if isinstance(op.args[1], Const) else None
             nowrap = bool(op.attrs.get("nowrap"))
+            of_negation = code in ("min", "max") and any(a.id in self.negations for a in op.args)
             self._define(op, lambda i: self._binary(code, dt, self._arg(op.args[0], i), self._arg(op.args[1], i),
-                                                    b_value, nowrap))
+                                                    b_value, nowrap, of_negation))
         elif code in PLANE_OPS:
             self._plane(op)
         else:

@@ -163,6 +163,11 @@ class Dialect:
     # 16-bit max, and ptxas 13.0 (sm_90) fused it with a later test of the result against 0 into
     # one VIMNMX.U16x2 whose predicate output it misread (seed 14002140, docs/fuzzing.md)
     narrow_min_max: str = ""
+    # a 32- or 64-bit signed min or max one of whose operands is a negation ({t} the type, {a},
+    # {b}, {cmp} < for min and > for max), in a form no compiler turns into a min instruction;
+    # without one, a select. CUDA: ptxas 13.0 (sm_90) fused `min(s, min(-n, v))` into one VIMNMX3
+    # and dropped the negation of n (seed 16001842, docs/fuzzing.md)
+    min_max_of_negation: str = ""
     # the body of a helper ``float f()`` giving -0.0f through a value the compiler cannot fold,
     # used for every f32 -0.0 constant; without one, -0.0f is a literal. CUDA: ptxas 13.0
     # (sm_90) turned a select of -1.0f and -0.0f into a select of the integers -1 and 0 and a
@@ -236,6 +241,7 @@ CUDA = Dialect(
     sign_extend=("#ifdef __CUDA_ARCH__\n  int r;\n  asm(\"cvt.s32.s{bits} %0, %1;\" : \"=r\"(r) : \"r\"(x));\n"
                  "  return r;\n#else\n  return (int)((x & {mask}u) ^ {sign}u) - {sign};\n#endif"),
     narrow_min_max="(({t}){op}(({w})({a}), ({w})({b})))",
+    min_max_of_negation="({b} ^ (({a} ^ {b}) & -({t})({a} {cmp} {b})))",
     # the sign bit or'ed with a bit that is always 0 but that neither NVVM nor ptxas can prove 0
     # (bit 31 of %tid.x, read in inline PTX): a plain `mov.b32 0x80000000` is a constant to ptxas,
     # which folded it into the integer select again in larger kernels (seeds 12004882, 14000430)
@@ -262,6 +268,7 @@ HIP = CUDA.with_(
     from_double={},
     sign_extend="",
     narrow_min_max="",
+    min_max_of_negation="",
     negative_zero_f32="",
 )
 

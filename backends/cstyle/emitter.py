@@ -41,6 +41,7 @@ class Emitter:
         self.needs: set[str] = set()
         self.opaque_loops = dialect.opaque_loops and any(uses_barrier(op, dialect) for op in walk(kernel.body))
         self.unit_levels = None            # the uniformity of values, once a barrier loop needs it
+        self.negations: set[int] = set()   # ids of signed integer negations (`Dialect.min_max_of_negation`)
 
     def run(self):
         """Render the kernel: its interface (`_interface`) and declarations, its body, then the

@@ -236,3 +236,30 @@ def test_the_ptxas_reproducers_compile_and_keep_the_ptx_they_reproduce_from(tmp_
     texts = {repro.name: _nvcc(tmp_path, repro.source(), repro.name, "ptx") for repro in REPROS}
     ptx = texts["negated_short_then_sign_fill"]
     assert "neg.s16" in ptx and re.search(r"shr\.s16\s+%rs\d+, %rs\d+, 15;", ptx), ptx
+
+
+@cb.kernel
+def min_of_negated_parameter(x: Array[i32], o: Mut[Array[i32]], p: Mut[Array[i32]], s: i32, n: i32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        o[i] = cb.min(s, cb.min(-n, x[i]))
+        p[i] = cb.max(s, cb.max(-n, x[i]))
+
+
+def test_a_min_or_max_of_a_negation_is_not_a_min_instruction_on_cuda(tmp_path):
+    # ptxas 13.0 (sm_90) fused min(s, min(-n, v)) of kernel parameters s and n into one VIMNMX3
+    # and dropped the negation of n (seed 16001842, read in SASS); a min or max of a negation is
+    # now the branch-free xor form
+    args = np.zeros(4, np.int32), np.zeros(4, np.int32), np.zeros(4, np.int32), 13, 62
+    src = render(_ir(min_of_negated_parameter, *args), CUDA).source
+    assert src.count("& -(int)(") == 2, src
+    ptx = _nvcc(tmp_path, src, "min_of_negation", "ptx")
+    assert len(re.findall(r"\b(min|max)\.s32\b", ptx)) == 2, ptx     # only the outer two: with s
+    rng = np.random.default_rng(16001842)
+    x = rng.integers(-2**31, 2**31, 64, dtype=np.int64).astype(np.int32)
+    x[:4] = [-2**31, -62, 13, 2**31 - 1]
+    for device in ("interp", "cpu", "opencl"):
+        o, p = np.full(64, 7, np.int32), np.full(64, 7, np.int32)
+        min_of_negated_parameter.launch(2, 32, x, o, p, 13, 62, device=device)
+        np.testing.assert_array_equal(o, np.minimum(13, np.minimum(-62, x)))
+        np.testing.assert_array_equal(p, np.maximum(13, np.maximum(-62, x)))
