@@ -144,8 +144,7 @@ class WgslArithmetic(F64Math, Arithmetic):
         self.needs.add(f"zero_{word}")
         return f"bitcast<{ft.name}>(bitcast<{word}>({x}) | cb_zero_{word})"
 
-    @staticmethod
-    def _int_min_max(code: str, a: str, b: str) -> str:
+    def _int_min_max(self, code: str, dtype: DType, a: str, b: str, of_negation: bool = False) -> str:
         return f"{code}({a}, {b})"
 
     def _shift(self, code: str, dtype: DType, a: str, b: str, b_value) -> str:
