@@ -8,12 +8,11 @@ width; a (7, 3) cube's rows start new subgroups, so there plane ops are emulated
 
 from __future__ import annotations
 
-import copy
 from functools import lru_cache
 
 import numpy as np
 
-from cubepy.ir.nodes import PLANE_OPS, Kernel, Op, walk
+from cubepy.ir.nodes import PLANE_OPS, Kernel, Op, copied, walk
 
 from .probe import run_once
 
@@ -89,7 +88,7 @@ def barriers_hoisted(kernel: Kernel) -> Kernel:
             k, lambda op: op.opcode != "sync_cube" and is_barrier(op), why), "check"),
         Stage("verify_hoisted", lambda k, o: verify(k), "check"),
     ])
-    return stages.run(copy.deepcopy(kernel))
+    return stages.run(copied(kernel))
 
 
 __all__ = ["barriers_hoisted", "planes_match", "subgroup_size", "subgroups_are_planes", "uses_planes"]

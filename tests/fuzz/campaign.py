@@ -23,22 +23,23 @@ _devices: dict = {}
 
 
 def device(target: str):
-    """``interp-p8``, ``cpu-p32``, ``cpu-p8-O1`` (LLVM -O1), ``opencl``, ``opencl-O0``
-    (-cl-opt-disable), ``cuda``, ``interp-p32-gpu`` (the interpreter running the IR as CUDA and
-    HIP get it: checks per cube and per run), ``interp-p32-static`` (every CubeDim compiled on its
-    own, where the reference shares shape-generic code): a device of this process, made once."""
+    """``interp-p8`` (the reference: every CubeDim traced on its own, one trace a kernel),
+    ``cpu-p32``, ``cpu-p8-O1`` (LLVM -O1), ``opencl``, ``opencl-O0`` (-cl-opt-disable), ``cuda``,
+    ``interp-p32-gpu`` (the interpreter running the IR as CUDA and HIP get it: checks per cube and
+    per run, shape-generic code), ``interp-p32-generic`` (CubeDims sharing shape-generic code, as
+    the interpreter does by default): a device of this process, made once."""
     import cubepy as cb
 
     if target not in _devices:
         parts = target.split("-")
-        options = {}
+        options = {"shape_generic": False} if parts[0] == "interp" else {}
         for part in parts[1:]:
             if part.startswith("p"):
                 options["plane_dim"] = int(part[1:])
             elif part == "gpu":
-                options.update(checks_per_cube=True, checks_per_run=True)
-            elif part == "static":
-                options["shape_generic"] = False
+                options.update(checks_per_cube=True, checks_per_run=True, shape_generic=True)
+            elif part == "generic":
+                options["shape_generic"] = True
             elif part.startswith("O"):
                 options["opt_level" if parts[0] == "cpu" else "build_options"] = (
                     int(part[1:]) if parts[0] == "cpu" else ("-cl-opt-disable",))
@@ -80,7 +81,7 @@ def check(seed: int, targets: tuple, size: int = 40, model: bool = True) -> dict
         diff = compare(program, expected, first) if expected is not None else None
         result["model"] = "ok" if expected is not None and diff is None else ("skip" if expected is None else diff)
     for target in targets:
-        if target.startswith("interp") and not target.endswith(("-gpu", "-static")):
+        if target.startswith("interp") and not target.endswith(("-gpu", "-generic")):
             result["targets"][target] = ("ok", "")
             continue
         dev = device(target)

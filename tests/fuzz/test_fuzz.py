@@ -1,11 +1,12 @@
 """The differential fuzzer's fixed CI budget, and tests of the fuzzer itself.
 
 The budget (docs/fuzzing.md, "In CI"): 2,000 random kernels on the interpreter (straight-line
-ones also against the NumPy model), of which 300 are compared on the CPU backend (half at plane
-size 8, half at 32) and on OpenCL too (its own plane size; three in four with -cl-opt-disable,
-about 1.0 s a kernel against 1.6 s at PoCL's default: the tally prints each stage's mean); half
-of the others also run on the interpreter as CUDA and HIP lower them (``interp-p32-gpu``: checks
-per cube and per run). Compile
+ones also against the NumPy model; the reference traces each CubeDim on its own), of which 300
+are compared on the CPU backend (half at plane size 8, half at 32) and on OpenCL too (its own
+plane size; seven in eight with -cl-opt-disable, about 1.1 s a kernel against 1.9 s at PoCL's
+default: the tally prints each stage's mean); half of the others also run on the interpreter as
+CUDA and HIP lower them (``interp-p32-gpu``: checks per cube and per run, shape-generic code),
+or in shape-generic code alone (``interp-p32-generic``). Compile
 time is the limit, so the CPU backend compiles three kernels in four at LLVM -O0 (0.16 s for a
 fuzz kernel against 0.81 s at -O1: benchmarks/cpu/compile_levels.py) and the fourth at -O1;
 the long run, ``python -m tests.fuzz``, uses -O3. Seeds start at ``CUBEPY_TEST_SEED`` * 10,000,
@@ -42,14 +43,14 @@ def ci_plan(first: int, opencl: bool):
             # LLVM -O0 (a fifth of -O1's compile time) for three in four, -O1 for the rest: what
             # cubepy emits is checked by all of them, what the optimizer may do with it by some
             level = 1 if k % 8 >= 6 else 0
-            # PoCL likewise: -cl-opt-disable for three in four (1.0 s a kernel against 1.6 s), its
+            # PoCL likewise: -cl-opt-disable for seven in eight (1.1 s a kernel against 1.9 s), its
             # default options for the others (on kernels that run at -O0 on the CPU)
-            on_opencl = ["opencl" if k % 8 in (1, 4) else "opencl-O0"] if opencl and k < ON_OPENCL else []
+            on_opencl = ["opencl" if k % 8 == 1 else "opencl-O0"] if opencl and k < ON_OPENCL else []
             return [f"cpu-p{8 if k % 2 else 32}-O{level}"] + on_opencl
         # every other one also on the interpreter running the IR as CUDA and HIP get it (checks
-        # per cube and per run), compared with the plain interpreter; one in four compiled for its
-        # CubeDim, where the plain interpreter shares shape-generic code
-        return [("interp-p32-static", "interp-p8", "interp-p32-gpu", "interp-p8-gpu")[k % 4]]
+        # per cube and per run, shape-generic code), compared with the plain interpreter (which
+        # traces each CubeDim on its own); one in four in shape-generic code alone
+        return [("interp-p32-generic", "interp-p8", "interp-p32-gpu", "interp-p8-gpu")[k % 4]]
     return assign
 
 
@@ -71,7 +72,7 @@ def test_random_kernels_agree_on_every_device_within_the_ci_budget():
     assert min(ok.get(f"cpu-p{plane}-O1", 0) for plane in (8, 32)) >= COMPARED // 8, report
     if opencl:
         assert ok.get("opencl", 0) + ok.get("opencl-O0", 0) >= ON_OPENCL, report
-        assert ok.get("opencl", 0) >= ON_OPENCL // 5, report
+        assert ok.get("opencl", 0) >= ON_OPENCL // 10, report
     gpu_ir = tally.counts["interp-p32-gpu"].get("ok", 0) + tally.counts["interp-p8-gpu"].get("ok", 0)
     assert gpu_ir >= (INTERP_KERNELS - COMPARED) // 2 - 1, report
     assert tally.model.get("ok", 0) >= INTERP_KERNELS // 10, report
