@@ -13,6 +13,7 @@
 | print line cap  | CUBEPY_PRINT_LIMIT   | 1000 lines per launch; the rest are counted in a note             |
 | shape-generic   | CUBEPY_SHAPE_GENERIC | 1: one compile for the CubeDims a kernel does not need; 0: one each |
 | CPU ISA         | CUBEPY_CPU_ISA       | native; avx2: the host's without AVX-512 (an AVX2 machine's code)  |
+| trace index     | CUBEPY_TRACE_INDEX   | 1: reuse traces from the disk cache while their reads hold; 0: off |
 """
 
 from __future__ import annotations
@@ -79,6 +80,12 @@ def kernel_prints() -> bool:
 def shape_generic() -> bool:
     """CUBEPY_SHAPE_GENERIC: 0 compiles every CubeDim on its own (read when a kernel is specialized)."""
     return os.environ.get("CUBEPY_SHAPE_GENERIC", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def trace_index() -> bool:
+    """CUBEPY_TRACE_INDEX: 0 traces every specialization, even one the disk cache holds a trace of
+    (`cubepy.runtime.trace_index`)."""
+    return os.environ.get("CUBEPY_TRACE_INDEX", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 CPU_ISAS = ("native", "avx2")      # the cpu device's instruction sets (its ``isa`` option)

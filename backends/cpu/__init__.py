@@ -15,6 +15,7 @@ import ctypes
 import itertools
 import math
 import os
+import pickle
 import struct
 import threading
 from collections.abc import Callable
@@ -58,9 +59,11 @@ GANG_VECTORS = 4
 class Executable:
     """One compiled specialization and its launch plan."""
 
-    def __init__(self, kernel: Kernel, llvm_ir: str, layout: Layout, loaded: jit.Loaded, from_disk: bool):
+    def __init__(self, kernel: Kernel, llvm_ir: str | None, layout: Layout, loaded: jit.Loaded, from_disk: bool,
+                 key: str):
         self.kernel = kernel
-        self.llvm_ir = llvm_ir
+        self.llvm_ir = llvm_ir          # None in an executable restored from a snapshot (made on demand)
+        self.key = key                  # of its object code in the disk cache
         self.layout = layout
         self.loaded = loaded
         self.from_disk = from_disk
@@ -205,18 +208,34 @@ class CpuBackend(Backend):
         from . import jit
 
         llvm_ir, layout = self.generate(kernel, properties)
-        loaded, from_disk = jit.load(llvm_ir, layout.entry, self._opt_levels.get(properties, 3),
-                                     self._isas.get(properties))
-        return Executable(kernel, llvm_ir, layout, loaded, from_disk)
+        opt, isa = self._opt_levels.get(properties, 3), self._isas.get(properties)
+        loaded, from_disk = jit.load(llvm_ir, layout.entry, opt, isa)
+        return Executable(kernel, llvm_ir, layout, loaded, from_disk, jit.cache_key(llvm_ir, opt, isa))
+
+    def snapshot(self, executable: Executable, properties: DeviceProperties) -> bytes:
+        from . import jit
+
+        toolchain = jit.toolchain(self._opt_levels.get(properties, 3), self._isas.get(properties))
+        return pickle.dumps((toolchain, executable.key, executable.layout), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, kernel: Kernel, properties: DeviceProperties, snapshot: bytes) -> Executable | None:
+        from . import jit
+
+        toolchain, key, layout = pickle.loads(snapshot)
+        if toolchain != jit.toolchain(self._opt_levels.get(properties, 3), self._isas.get(properties)):
+            return None
+        loaded = jit.load_cached(key, layout.entry)
+        return None if loaded is None else Executable(kernel, None, layout, loaded, True, key)
 
     def source(self, kernel: Kernel, executable: Executable, properties: DeviceProperties, form: str = "source"):
+        llvm_ir = executable.llvm_ir or self.generate(kernel, properties)[0]
         if form == "source":
-            return executable.llvm_ir
+            return llvm_ir
         if form in ("optimized", "asm"):
             from . import jit
 
             opt, isa = self._opt_levels.get(properties, 3), self._isas.get(properties)
-            mod = jit.optimize(executable.llvm_ir, opt, isa)
+            mod = jit.optimize(llvm_ir, opt, isa)
             return str(mod) if form == "optimized" else jit._tm(opt, isa).emit_assembly(mod)
         raise ArgumentValueError(f"the CPU backend's source forms are 'source', 'optimized' and 'asm', not {form!r}")
 

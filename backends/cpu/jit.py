@@ -128,13 +128,18 @@ def _tm(opt: int, isa: str | None = None):
     return st["tms"][key]
 
 
-def cache_key(llvm_ir: str, opt: int = 3, isa: str | None = None) -> str:
+def toolchain(opt: int = 3, isa: str | None = None) -> str:
+    """What object code depends on besides the LLVM IR: code generator, llvmlite and LLVM versions,
+    the host CPU, the instruction set and the optimization level."""
     st = init()
-    h = hashlib.sha256()
-    for part in (CODEGEN_VERSION, llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
-                 st["cpu"], features(isa), f"O{opt}", llvm_ir):
-        h.update(part.encode())
-        h.update(b"\0")
+    return "\0".join((CODEGEN_VERSION, llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
+                      st["cpu"], features(isa), f"O{opt}"))
+
+
+def cache_key(llvm_ir: str, opt: int = 3, isa: str | None = None) -> str:
+    h = hashlib.sha256(toolchain(opt, isa).encode())
+    h.update(b"\0")
+    h.update(llvm_ir.encode())
     return h.hexdigest()
 
 
@@ -187,6 +192,21 @@ class Loaded:
         self.address = self.engine.get_function_address(symbol)
         if not self.address:
             raise RuntimeError(f"symbol {symbol} not found in the compiled object")
+
+
+def load_cached(key: str, symbol: str) -> Loaded | None:
+    """The object code under ``key`` loaded from the disk cache, or None if it is not there (or
+    does not load: the entry is then dropped)."""
+    obj = CACHE.read(key)
+    if obj is None:
+        return None
+    try:
+        loaded = Loaded(obj, symbol)
+    except Exception:
+        CACHE.discard(key)
+        return None
+    stats["disk_hits"] += 1
+    return loaded
 
 
 def load(llvm_ir: str, symbol: str, opt: int = 3, isa: str | None = None) -> tuple[Loaded, bool]:

@@ -24,6 +24,7 @@ place: the runtime describes them as `DeviceArray`s of platform "opencl".
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
@@ -41,7 +42,7 @@ from cubepy.errors import (
     OutOfBoundsError,
     ToolchainError,
 )
-from cubepy.ir.nodes import PLANE_OPS, Buffer, Kernel, walk
+from cubepy.ir.nodes import PLANE_OPS, Buffer, Kernel, copied, walk
 from cubepy.ir.types import RUNTIME_CUBE_UNITS
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.device_host import DeviceBackend
@@ -277,6 +278,22 @@ class OpenCLBackend(DeviceBackend):
             emulated = state.dialect.with_(subgroup_ops={})               # sub-groups of another size: emulate
             rendered = render(_barriers_hoisted(kernel, emulated), emulated)
             program, from_disk = self._build(cl, state, rendered, kernel)
+        return self._executable(cl, state, rendered, program, from_disk)
+
+    def snapshot(self, executable: Executable, properties: DeviceProperties) -> bytes:
+        return pickle.dumps(executable.rendered, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, kernel: Kernel, properties: DeviceProperties, snapshot: bytes) -> Executable:
+        # the source as rendered for this device: built as `compile` builds it (from the binary in
+        # the disk cache, under a key of the source, the device, its driver and the options)
+        cl = _cl()
+        state = self._state(properties)
+        rendered = pickle.loads(snapshot)
+        program, from_disk = self._build(cl, state, rendered, kernel)
+        return self._executable(cl, state, rendered, program, from_disk)
+
+    @staticmethod
+    def _executable(cl, state: _DeviceState, rendered: Rendered, program, from_disk: bool) -> Executable:
         exe = Executable(rendered, program, getattr(program, rendered.name), state, from_disk=from_disk)
         if rendered.sites:
             exe.error_buffer = cl.Buffer(state.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
@@ -425,10 +442,7 @@ def _barriers_hoisted(kernel: Kernel, dialect: Dialect) -> Kernel:
     work-group must reach each barrier, and PoCL miscompiled a barrier under a uniform ``if``
     followed by a per-unit guard (every unit passed the guard). These are the backend's own
     stages of the compile pipeline (`cubepy.ir.pipeline`), after the ones every kernel runs."""
-    import copy
-
     from cubepy.ir.hoist import check_barriers, hoist_barriers
-    from cubepy.ir.nodes import walk
     from cubepy.ir.pipeline import Pipeline, Stage
     from cubepy.ir.verify import verify
 
@@ -446,7 +460,7 @@ def _barriers_hoisted(kernel: Kernel, dialect: Dialect) -> Kernel:
             "this OpenCL device runs plane ops through local memory between work-group barriers"), "check"),
         Stage("verify_hoisted", lambda k, o: verify(k), "check"),
     ])
-    return stages.run(copy.deepcopy(kernel))
+    return stages.run(copied(kernel))
 
 
 _FLOAT_FEATURES = {"f16": ("fp16", "cl_khr_fp16"), "f64": ("fp64", "cl_khr_fp64")}

@@ -5,9 +5,12 @@
 Each run is a new Python process that imports cubepy, asks for the device, launches saxpy once on
 4096 float32 (CuPy arrays on cuda, NumPy on cpu) and waits for the result. The child times each
 stage with wrappers around cubepy's own functions: Python imports, the device probe, tracing,
-rendering/codegen, the backend compile (NVRTC or LLVM), loading the module, the launch and the
-wait. Targets (issue 10): cold compile <= 30 ms, a warm disk cache's first result <= 20 ms after
-import, on CUDA.
+rendering/codegen, the backend compile (NVRTC or LLVM), loading the module, the trace index's
+restore, the launch and the wait. Three processes per run share one cache folder: cold (empty),
+warm (the compiled code and the trace on disk: restored untraced, `cubepy.runtime.trace_index`)
+and warm without the trace index (``CUBEPY_TRACE_INDEX=0``: traced and rendered again to find the
+compiled code). Targets (issue 10): cold compile <= 30 ms, a warm disk cache's first result
+<= 20 ms after import, on CUDA.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ CHILD = textwrap.dedent(r'''
         time_calls(stages, jit, "optimize", "LLVM optimize")
         time_calls(stages, jit, "Loaded", "object load")
     time_calls(stages, backend, "compile", "backend compile (total)")
+    import cubepy.runtime.trace_index as trace_index
+    time_calls(stages, trace_index, "restore", "trace index: look up, check the reads, restore")
 
     @cb.kernel
     def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
@@ -74,7 +79,7 @@ CHILD = textwrap.dedent(r'''
     t3 = time.perf_counter()
     dev.synchronize()
     t4 = time.perf_counter()
-    stages["first launch call (trace + compile + launch)"] = t3 - t2
+    stages["first launch call (restore or trace and compile, launch)"] = t3 - t2
     stages["wait for the result"] = t4 - t3
     stages["cubepy's part: probe to the first result"] = t4 - t1
     print(json.dumps({**{k: v * 1e3 for k, v in stages.items()}, "stats": cb.compile_stats()}))
@@ -88,10 +93,12 @@ def write_script(folder: str) -> str:
     return script
 
 
-def run(device: str, cache: str, bytecode: bool) -> dict:
+def run(device: str, cache: str, bytecode: bool, trace_index: bool = True) -> dict:
     script = write_script(cache)
+    env = child_env(cache, bytecode)
+    env["CUBEPY_TRACE_INDEX"] = "1" if trace_index else "0"
     done = subprocess.run([sys.executable, script, device, str(ROOT)], capture_output=True, text=True,
-                          env=child_env(cache, bytecode), timeout=300)
+                          env=env, timeout=300)
     if done.returncode:
         raise RuntimeError(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -109,17 +116,21 @@ def main() -> None:
     print(f"children: {describe(bytecode)}")
     with tempfile.TemporaryDirectory() as folder:
         warm_up(write_script(folder), args.device, str(ROOT), bytecode=bytecode)
-    results = {"cold": [], "warm": []}
+    # warm: the disk cache holds the cubin (or object code) and the trace; "warm, no trace index":
+    # it holds the compiled code only (CUBEPY_TRACE_INDEX=0), so the process traces and renders again
+    results = {"cold": [], "warm": [], "warm, no trace index": []}
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as cache:
             results["cold"].append(run(args.device, cache, bytecode))
             results["warm"].append(run(args.device, cache, bytecode))
+            results["warm, no trace index"].append(run(args.device, cache, bytecode, trace_index=False))
     for kind, runs in results.items():
-        print(f"{kind} ({args.runs} fresh processes, median ms; compiles/disk loads: "
-              f"{[r['stats']['compiles'] for r in runs]}/{[r['stats']['disk_loads'] for r in runs]})")
-        for stage in runs[0]:
+        print(f"{kind} ({args.runs} fresh processes, median ms; compiles/disk loads/restored: "
+              f"{[r['stats']['compiles'] for r in runs]}/{[r['stats']['disk_loads'] for r in runs]}/"
+              f"{[r['stats']['restored'] for r in runs]})")
+        for stage in dict.fromkeys(k for r in runs for k in r):
             if stage != "stats":
-                print(f"  {stage:52s} {statistics.median(r.get(stage, 0.0) for r in runs):8.1f}")
+                print(f"  {stage:58s} {statistics.median(r.get(stage, 0.0) for r in runs):8.1f}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)

@@ -9,6 +9,7 @@ from ..errors import CubeIndexError, CubeNameError, CubeSyntaxError, CubeTypeErr
 from ..ir.nodes import Block, Value, Var
 from ..ir.types import INDEX, DType, Type, bool_, f32
 from ..lang.builtins import Builtin, Intrinsic
+from . import dependencies
 from .hints import not_a_cubepy_function_hint
 from .intrinsics import HANDLERS, builtin_value
 from .operators import is_number, is_traced
@@ -51,14 +52,18 @@ class Expressions:
         frame = self.frame
         if name in frame.scope:
             value = frame.scope[name]
-        elif name in frame.closure:
-            value = frame.closure[name]
-        elif name in frame.globals:
-            value = frame.globals[name]
-        elif hasattr(builtins, name):
-            value = getattr(builtins, name)
         else:
-            self.error(CubeNameError, f"name '{name}' is not defined")
+            if name in frame.closure:
+                value = frame.closure[name]
+            elif name in frame.globals:
+                value = frame.globals[name]
+            elif hasattr(builtins, name):
+                value = getattr(builtins, name)
+            else:
+                self.error(CubeNameError, f"name '{name}' is not defined")
+            recorder = dependencies.current()
+            if recorder is not None:
+                recorder.read(frame.path, name, value)
         if isinstance(value, Var):
             return self.builder.load_var(value)
         if isinstance(value, MaybeUnbound):

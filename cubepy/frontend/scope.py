@@ -84,8 +84,9 @@ class ShapeSpecific(Exception):
 class Frame:
     """One function being traced (the kernel, or an inlined @cb.func)."""
 
-    def __init__(self, source: FunctionSource, scope: dict, traced_depth: int):
+    def __init__(self, source: FunctionSource, scope: dict, traced_depth: int, path: tuple[str, ...] | None = ()):
         self.source = source
+        self.path = path               # how the kernel reached this function (cubepy.frontend.dependencies)
         self.scope = scope
         self.globals = source.fn.__globals__
         self.closure = closure_vars(source.fn)

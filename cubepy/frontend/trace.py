@@ -7,6 +7,7 @@ from ..ir.builder import Builder
 from ..ir.nodes import Block, Buffer, Const, Kernel, ScalarParam
 from ..ir.pipeline import PIPELINE, Options
 from ..ir.types import INDEX, INDEX_MAX, Type, wide_index_dtype
+from . import dependencies
 from .codegen import CodeGen, Frame, FuncReturn, KernelReturn, Retrace
 from .operators import Ops, is_number, is_traced
 from .source import FunctionSource, function_source
@@ -184,7 +185,9 @@ class Tracer(CodeGen):
         bound.apply_defaults()
         if len(self.frames) > 32:
             self.error(CubeValueError, f"@cb.func '{func.fn.__name__}' recursed more than 32 levels deep")
-        frame = Frame(source, dict(bound.arguments), self.traced_depth)
+        recorder = dependencies.current()
+        frame = Frame(source, dict(bound.arguments), self.traced_depth,
+                      recorder.path_of(func) if recorder is not None else None)
         self.frames.append(frame)
         saved_loc = self.builder.loc
         try:

@@ -19,6 +19,8 @@ may (the defaults describe a backend whose launches run to completion on host me
 - devices: `device_count`, `device_index`;
 - work: `synchronize`, `event`, `use_stream` (with `direct_stream`), `source`, `direct_launcher`,
   `xla_ffi_handler`;
+- reuse across processes: `snapshot` and `restore` (`cubepy.runtime.trace_index`: a later
+  process skips the trace and the code generation of a specialization it finds there);
 - memory (for `cb.preload`, `cb.from_dlpack`, `Resident.to_host`): `to_device`, `to_host`,
   `from_dlpack`.
 
@@ -162,6 +164,17 @@ class Backend:
 
     def source(self, kernel: Kernel, executable: Any, properties: DeviceProperties, form: str) -> str | None:
         """The generated code in ``form`` (one of `source_forms`); None: the IR is the source."""
+        return None
+
+    def snapshot(self, executable: Any, properties: DeviceProperties) -> bytes | None:
+        """What `restore` needs to rebuild ``executable`` in another process without generating its
+        code again: the disk-cache key of its compiled code, the toolchain that built it, its
+        launch layout. None (the default): this backend's executables are not restored."""
+        return None
+
+    def restore(self, kernel: Kernel, properties: DeviceProperties, snapshot: bytes) -> Any:
+        """The executable ``snapshot`` describes, for ``kernel`` (the IR it was compiled from), or
+        None where that can no longer be (its code left the disk cache, the toolchain changed)."""
         return None
 
     def direct_launcher(self, executable: Any, kernel: Kernel, properties: DeviceProperties,

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import settings
 from ..errors import ArgumentTypeError, ArgumentValueError, CubeError, LaunchError, caller_loc, user_facing
+from ..frontend.dependencies import Dependencies, recording
 from ..frontend.source import capture_source, function_source
 from ..frontend.spec import KernelSpec
 from ..frontend.trace import trace_kernel
@@ -19,7 +20,7 @@ from ..ir.nodes import Kernel
 from ..ir.printer import print_kernel
 from ..lang.types import LinesArg
 from ..log import logger
-from . import pickling
+from . import pickling, trace_index
 from .args import Signature, bind_arguments, make_binder, match_arguments, quick_key, read_signature
 from .compiled import CompiledKernel
 from .device_arrays import DeviceArray
@@ -147,6 +148,7 @@ class KernelFunction:
         self._shapes = ShapeGenericCache()
         self._plans: dict[tuple, CompiledKernel] = {}
         self._launchers: dict = {}
+        self._reads = Dependencies()        # what its traces read outside its source (trace_index)
         self.trace_count = 0
 
     @property
@@ -297,6 +299,13 @@ class KernelFunction:
         hit = self._cache.get(key)
         if hit is None:
             began = time.perf_counter()
+            found = trace_index.restore(self, dev, spec)
+            if found is not None:         # traced and compiled in an earlier process, and still so
+                kernel, executable, reads = found
+                self._reads.merge_snapshot(reads)
+                hit = self._cache[key] = (kernel, executable)
+                self._count_compile(executable, dev, params, kernel.shape_generic, began, restored=True)
+                return hit
             function_source(self.fn)
             compiled = tracing = False
 
@@ -316,13 +325,14 @@ class KernelFunction:
                 executable = dev.backend.compile(kernel, dev.properties)
                 compiled = True
                 return executable
-            with collector_paused():
+            with collector_paused(), recording(self._reads):
                 hit = self._shapes.find(spec, dev, static, trace, build)
                 if hit is None:
                     hit = (static(), build(static()))
                 elif not compiled:
                     TOTALS["shared_shapes"] += 1
             self._cache[key] = hit
+            trace_index.store(self, dev, spec, self._reads, *hit)
             if tracing:         # one specialization traced (for its CubeDim, shape-generic, or both)
                 self.trace_count += 1
                 TOTALS["traces"] += 1
@@ -337,14 +347,18 @@ class KernelFunction:
             _dump_ir(dump, kernel)
         return kernel
 
-    def _count_compile(self, executable, dev: Device, params, generic: bool, began: float) -> None:
+    def _count_compile(self, executable, dev: Device, params, generic: bool, began: float,
+                       restored: bool = False) -> None:
         # a backend marks an executable loaded from its disk cache (a "may" of the contract)
         kind = "disk_loads" if getattr(executable, "from_disk", False) else "compiles"
         TOTALS[kind] += 1
+        if restored:
+            TOTALS["restored"] += 1
         ms = (time.perf_counter() - began) * 1e3
         if PROFILES:
             record(self.__name__, **{kind: 1}, compile_ms=ms)
         logger.info("kernel '%s' on %s: %s in %.1f ms%s (%s)", self.__name__, dev.name,
+                    "restored with its trace from the disk cache" if restored else
                     "loaded from the disk cache" if kind == "disk_loads" else "compiled", ms,
                     ", shape-generic" if generic else "", ", ".join(p.key()[0] + ":" + _kind_text(p) for p in params))
 

@@ -105,15 +105,16 @@ def profile() -> Iterator[Profile]:
 
 
 # What this process compiled, for the life of the process (`cubepy.compile_stats`).
-TOTALS = {"traces": 0, "compiles": 0, "disk_loads": 0, "shared_shapes": 0}
+TOTALS = {"traces": 0, "compiles": 0, "disk_loads": 0, "shared_shapes": 0, "restored": 0}
 
 
 def compile_stats() -> dict:
     """Counts for this process: ``traces`` (specializations traced to IR), ``compiles``
     (specializations compiled by a backend), ``disk_loads`` (specializations whose compiled code
-    came from the disk cache) and ``shared_shapes`` (specializations that use the shape-generic
-    executable compiled for another CubeDim: `cubepy.runtime.shapes`). A second wave of tasks on
-    a warm worker adds nothing to any of them.
+    came from the disk cache), ``shared_shapes`` (specializations that use the shape-generic
+    executable compiled for another CubeDim: `cubepy.runtime.shapes`) and ``restored`` (the disk
+    loads that took their trace from the disk cache too, untraced: `cubepy.runtime.trace_index`).
+    A second wave of tasks on a warm worker adds nothing to any of them.
 
     Example::
 

@@ -72,6 +72,24 @@ def test_every_available_backend_runs_the_contract_s_operations(name, rng):
             scale[16, 64](x, y, 1.0, device=dev, stream=object())
 
 
+@pytest.mark.parametrize("name", AVAILABLE)
+def test_a_snapshot_restores_an_executable_that_runs_like_the_compiled_one(name, rng):
+    dev = cb.device(name)
+    backend = dev.backend
+    x = rng.standard_normal(1000).astype(np.float32)
+    y = poisoned(1000, np.float32)
+    compiled = scale.compile(x, y, 2.0, dim=64, device=dev)
+    snapshot = backend.snapshot(compiled.executable, dev.properties)
+    if snapshot is None:
+        assert type(backend).restore is Backend.restore
+        pytest.skip(f"{name} does not restore executables")
+    restored = backend.restore(compiled.ir_module, dev.properties, snapshot)
+    assert restored is not None
+    backend.launch(restored, compiled.ir_module, (16, 1, 1), (64, 1, 1), [x, y, np.float32(2.0)], dev.properties, {})
+    dev.synchronize()
+    np.testing.assert_array_equal(y, 2 * x)
+
+
 class _Delegating(Backend):
     """A third party's backend: it runs everything on the interpreter."""
 
