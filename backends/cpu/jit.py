@@ -197,12 +197,15 @@ class Loaded:
 def load_cached(key: str, symbol: str) -> Loaded | None:
     """The object code under ``key`` loaded from the disk cache, or None if it is not there (or
     does not load: the entry is then dropped)."""
+    corrupt = CACHE.stats.corrupt
     obj = CACHE.read(key)
+    stats["corrupt"] += CACHE.stats.corrupt - corrupt
     if obj is None:
         return None
     try:
         loaded = Loaded(obj, symbol)
     except Exception:
+        stats["corrupt"] += 1
         CACHE.discard(key)
         return None
     stats["disk_hits"] += 1
