@@ -246,8 +246,10 @@ class OpenCLBackend(DeviceBackend):
                   if dev.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT else ())
         from pyopencl.characterize import has_src_build_cache
 
-        self._states[props] = _DeviceState(dev, ctx, queue, dialect, tuple(build_options), strict,
-                                           bool(has_src_build_cache(dev)), shape_generic=not pocl)
+        # a device probed again with the same properties keeps its first state: its executables
+        # were built in that context, and the runtime finds them by the properties
+        self._states.setdefault(props, _DeviceState(dev, ctx, queue, dialect, tuple(build_options), strict,
+                                                    bool(has_src_build_cache(dev)), shape_generic=not pocl))
         return props
 
     def queue(self, properties: DeviceProperties):

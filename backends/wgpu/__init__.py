@@ -180,7 +180,9 @@ class WgpuBackend(DeviceBackend):
             max_cube_count=(count, count, count),
             shared_memory_per_cube=lim["max-compute-workgroup-storage-size"],
             vector_widths=(1, 2, 4, 8, 16), compute_units=1, features=frozenset(flags))
-        self._states[props] = state
+        # a device probed again with the same properties keeps its first state: its pipelines and
+        # buffers belong to that GPUDevice, and the runtime finds them by the properties
+        self._states.setdefault(props, state)
         return props
 
     def _state(self, properties: DeviceProperties) -> _DeviceState:

@@ -90,6 +90,22 @@ def test_a_snapshot_restores_an_executable_that_runs_like_the_compiled_one(name,
     np.testing.assert_array_equal(y, 2 * x)
 
 
+@pytest.mark.parametrize("name", AVAILABLE)
+def test_a_device_probed_again_runs_what_was_compiled_for_it(name, rng):
+    """A second probe with the same properties (a device made again, as `cb.device` with options
+    that come to the same device does) must not strand the executables compiled before it: the
+    runtime finds them by the properties. (wgpu's second GPUDevice refused the first one's
+    pipelines: "Device of Buffer doesn't match Device".)"""
+    dev = cb.device(name)
+    x = rng.standard_normal(1000).astype(np.float32)
+    y = poisoned(1000, np.float32)
+    compiled = scale.compile(x, y, 2.0, dim=64, device=dev)
+    assert dev.backend.probe(**dev.options) == dev.properties
+    compiled[16](x, y, 2.0)
+    dev.synchronize()
+    np.testing.assert_array_equal(y, 2 * x)
+
+
 class _Delegating(Backend):
     """A third party's backend: it runs everything on the interpreter."""
 
