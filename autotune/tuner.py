@@ -125,6 +125,7 @@ class Tuned:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_keys_by_count"] = {}           # generated code: written again on load
+        state["_chosen"] = {}                  # launches ready to run (launchers): made again on use
         if not self._user_key:
             del state["key_of"]
         return state
@@ -500,7 +501,8 @@ class _Launch:
     position where they follow them directly (so that the kernel's launcher, and its warm path,
     serves repeated launches), by name otherwise."""
 
-    __slots__ = ("config", "chosen", "lines", "appended", "named", "dim", "variant", "grid", "takes_config")
+    __slots__ = ("config", "chosen", "lines", "appended", "named", "dim", "variant", "grid", "takes_config",
+                 "_last")
 
     def __init__(self, config: Config, n_args: int, names: list[str], variant: KernelFunction, grid,
                  takes_config: bool):
@@ -512,6 +514,7 @@ class _Launch:
             appended.append(values.pop(names[n_args + len(appended)]))
         self.appended, self.named = tuple(appended), values
         self.dim = config.dim[0] if config.dim[1:] == (1, 1) else config.dim
+        self._last = (None, None)           # (cube count, its launcher) of the previous call
 
     def shape(self, args: tuple) -> tuple:
         """``(count, dim, positional arguments, named arguments, kernel)``."""
@@ -532,7 +535,12 @@ class _Launch:
         # the common case, without the intermediate tuples: a repeat call costs what a plain launch does
         grid, dim = self.grid, self.config.dim
         count = grid(args, dim, self.chosen) if self.takes_config else grid(args, dim)
-        self.variant[count, self.dim](*args, device=dev)
+        last_count, launcher = self._last
+        if count.__class__ is not int or count != last_count:      # the launcher of a 1-D count is kept
+            launcher = self.variant[count, self.dim]
+            if count.__class__ is int:
+                self._last = (count, launcher)
+        launcher(*args, device=dev)
 
 
 class ReferenceFailed(CubeError):
@@ -606,14 +614,17 @@ def _key_function(count: int, kinds: tuple[str, ...], other_counts: Callable[[tu
     """The default key of calls with ``count`` arguments (the kinds of the first ones; arguments
     past the kernel's parameters are not keyed), one expression per argument: the autotuned
     launcher keys every call, so no loop over kinds. ``other_counts`` serves other counts."""
-    parts = []
+    parts, slow = [], []
     for i, kind in enumerate(kinds[:count]):
         a = f"args[{i}]"
-        parts.append(a if kind == "comptime" else "None" if kind == "tuned" else
-                     f"(({a}.array.shape, _dtype({a}.array), {a}.width) if {a}.__class__ is LinesArg else "
-                     f"({a}.shape, _dtype({a}), 1))" if kind == "array" else f"{a}.__class__.__name__")
+        for found, dtype in ((parts, "{}.dtype"), (slow, "_dtype({})")):
+            found.append(a if kind == "comptime" else "None" if kind == "tuned" else
+                         f"(({a}.array.shape, {dtype.format(a + '.array')}, {a}.width) if {a}.__class__ is LinesArg "
+                         f"else ({a}.shape, {dtype.format(a)}, 1))" if kind == "array" else f"{a}.__class__.__name__")
+    # the dtype read straight from the array (every array type has one), `_dtype` for anything else
     source = (f"def key(args):\n    if len(args) != {count}:\n        return other_counts(args)\n"
-              f"    return ({''.join(p + ', ' for p in parts)})\n")
+              f"    try:\n        return ({''.join(p + ', ' for p in parts)})\n"
+              f"    except AttributeError:\n        return ({''.join(p + ', ' for p in slow)})\n")
     namespace = {"other_counts": other_counts, "_dtype": _dtype, "LinesArg": LinesArg}
     exec(compile(source, "<cubepy autotune key>", "exec"), namespace)
     return namespace["key"]

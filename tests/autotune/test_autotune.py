@@ -140,7 +140,8 @@ def test_an_autotuned_launcher_pickles_and_keys_calls_as_before(rng):
 
     from tests.autotune.kernels import axpy, lines_grid
 
-    tuned = autotune(axpy, lines_grid, dims=[64], comptime={"per_unit": [2]}, reps=1, rounds=1)
+    # per_unit 9: a value no other test compiles (test_pool counts its compiles)
+    tuned = autotune(axpy, lines_grid, dims=[64], comptime={"per_unit": [9]}, reps=1, rounds=1)
     x = rng.standard_normal(512).astype(np.float32)
     y = rng.standard_normal(512).astype(np.float32)
     again = pickle.loads(pickle.dumps(tuned))
@@ -152,4 +153,11 @@ def test_an_autotuned_launcher_pickles_and_keys_calls_as_before(rng):
         assert tuned.key_of(args) == again.key_of(args) == want
     want = y + 0.5 * x
     again(x, y, 0.5, device="interp")
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+    want = y + 0.5 * x
+    again(x, y, 0.5, device="cpu")                      # a launch that keeps a warm path
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+    third = pickle.loads(pickle.dumps(again))           # after launches too: its launchers stay behind
+    want = y + 0.5 * x
+    third(x, y, 0.5, device="cpu")
     np.testing.assert_allclose(y, want, rtol=1e-6)
