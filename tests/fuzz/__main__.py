@@ -4,6 +4,8 @@
     python -m tests.fuzz --devices cuda --minutes 6 --workers 12
     python -m tests.fuzz --replay 4711 --devices opencl        # shrink one seed and print it
     python -m tests.fuzz --devices cpu,opencl --alternate      # each kernel on one of them, in turn
+    python -m tests.fuzz --cuda-source 16001842 > k.cu          # a seed's kernel as the cuda backend
+                                                               # renders it (no GPU needed: for nvcc, SASS)
 
 ``--devices`` takes backends (``cpu`` runs at plane sizes 8, 32, 1 and 64 by turns, or give ``cpu-p64``;
 ``cpu-O1`` takes the turns at LLVM -O1, as CI does; ``interp-gpu`` is the interpreter running the
@@ -62,6 +64,23 @@ def _report_failure(seed, target, status, detail, devices, shrink: bool) -> None
           flush=True)
 
 
+def _cuda_source(seed: int) -> str:
+    """The seed's kernel (generated for ``cuda``: plane size 32) traced as the cuda backend traces
+    it (checks per cube and per run) and rendered in its dialect, without a GPU."""
+    from cubepy.backends.cstyle import CUDA, render
+
+    import cubepy as cb
+
+    from .generate import generate
+    from .run import arguments, load
+
+    program = generate(seed)
+    kernel = load(program)
+    like_cuda = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_run=True)
+    compiled = kernel.compile(*arguments(program), dim=program.cube_dim, device=like_cuda, checked=True)
+    return render(compiled.ir_module, CUDA).source
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.splitlines()[0])
     ap.add_argument("--devices", default="cpu,opencl", help="comma-separated targets (default cpu,opencl)")
@@ -74,7 +93,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-shrink", action="store_true", help="print failures without shrinking them")
     ap.add_argument("--alternate", action="store_true",
                     help="run each kernel on one of the devices, in turn, instead of on all of them")
+    ap.add_argument("--cuda-source", type=int, default=None, metavar="SEED",
+                    help="print one seed's kernel as CUDA source, as the cuda backend renders it, and stop")
     args = ap.parse_args(argv)
+    if args.cuda_source is not None:
+        print(_cuda_source(args.cuda_source))
+        return 0
     devices = [d.strip() for d in args.devices.split(",") if d.strip()]
     assign = _targets(devices, args.alternate)
     if args.replay is not None:

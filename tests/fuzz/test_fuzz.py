@@ -263,3 +263,11 @@ def test_no_stack_slot_of_the_cpu_backend_is_less_aligned_than_its_type():
     slots = re.findall(r"= alloca (.+?), align (\d+)", source)
     assert any(t.startswith("<64 x i32>") for t, _ in slots)
     assert all(int(a) >= abi_align(t) for t, a in slots), [s for s in slots if int(s[1]) < abi_align(s[0])][:5]
+
+
+def test_a_seeds_cuda_source_is_printed_without_a_gpu(capsys):
+    from .__main__ import main
+
+    assert main(["--cuda-source", "3"]) == 0
+    source = capsys.readouterr().out
+    assert 'extern "C" __global__' in source and "kern" in source
