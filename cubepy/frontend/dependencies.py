@@ -46,6 +46,7 @@ class Dependencies:
         self.reads: dict[tuple[tuple[str, ...], str], tuple | None] = {}
         self.why_not: str | None = None          # why these traces cannot be reused, if they cannot
         self._origins: dict[int, tuple[str, ...]] = {}    # id(@cb.func) -> the path it was read through
+        self._objects: dict[tuple, Any] = {}     # the object last read under each key (fingerprinted once)
 
     @property
     def reusable(self) -> bool:
@@ -56,8 +57,12 @@ class Dependencies:
         if path is None:
             self.refuse(f"'{name}' was read in a @cb.func reached other than by a name")
             return
-        found = fingerprint(value)
         key = (path, name)
+        if self._objects.get(key, _MISSING) is value and key in self.reads:
+            return                    # a name read again (a loop unrolled at trace time, a retrace)
+        if not _holds_a_list(value):  # a list may change between two reads: fingerprinted at each
+            self._objects[key] = value
+        found = fingerprint(value)
         if found is None:
             self.refuse(f"'{name}' is a {type(value).__name__}, which has no fingerprint")
         elif self.reads.setdefault(key, found) != found:
@@ -121,6 +126,11 @@ def resolve(fn: Any, name: str) -> Any:
     if name in fn.__globals__:
         return fn.__globals__[name]
     return getattr(builtins, name, _MISSING)
+
+
+def _holds_a_list(value: Any) -> bool:
+    cls = value.__class__
+    return cls is list or (cls is tuple or cls is frozenset) and any(_holds_a_list(v) for v in value)
 
 
 def is_cube_function(value: Any) -> bool:

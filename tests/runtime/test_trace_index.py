@@ -192,3 +192,18 @@ def test_the_canonical_text_of_a_device_key_does_not_depend_on_set_order():
     assert trace_index.canonical(props) == trace_index.canonical(props)
     assert trace_index.canonical(frozenset({"b", "a"})) == trace_index.canonical(frozenset({"a", "b"}))
     assert trace_index.canonical((object(),)) is None
+
+
+def test_a_list_changed_between_two_traces_is_seen_as_a_change():
+    """A list read again after it changed is fingerprinted again: the traces cannot be reused."""
+    weights = [1, 2]
+    reads = Dependencies()
+    reads.read((), "W", weights)
+    weights.append(3)
+    reads.read((), "W", weights)
+    assert not reads.reusable and "W" in reads.why_not
+    same = (1, 2)
+    again = Dependencies()
+    again.read((), "T", same)
+    again.read((), "T", same)
+    assert again.reusable
