@@ -63,7 +63,7 @@ def restore(kernel_fn: Any, dev: Any, spec: Any) -> tuple[Kernel, Any, dict] | N
 
 def store(kernel_fn: Any, dev: Any, spec: Any, reads: Dependencies, kernel: Kernel, executable: Any) -> None:
     """Index a specialization just traced and compiled (where its reads and backend allow)."""
-    if not reads.reusable or settings.dump_ir_dir() is not None or not _restores(dev.backend):
+    if not reads.reusable or not _restores(dev.backend):
         return
     key = _key(kernel_fn, dev, spec)
     if key is None:
@@ -85,7 +85,8 @@ def _restores(backend: Any) -> bool:
 
 def _key(kernel_fn: Any, dev: Any, spec: Any) -> str | None:
     text = kernel_fn.source_text
-    if text is None or not _restores(dev.backend) or not settings.trace_index():
+    # CUBEPY_DUMP_IR writes the IR of each trace: with it set, every specialization is traced
+    if text is None or not _restores(dev.backend) or not settings.trace_index() or settings.dump_ir_dir():
         return None
     device, specialization = canonical(dev.key()), canonical(spec.key())
     if device is None or specialization is None:
