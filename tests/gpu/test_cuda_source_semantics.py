@@ -127,6 +127,9 @@ def test_a_narrow_integer_min_or_max_is_computed_in_32_bits_on_cuda(tmp_path):
     args = np.zeros(4, np.uint8), np.zeros(4, np.uint8), np.zeros(4, np.uint8), np.zeros(4, np.int16)
     src = render(_ir(narrow_max_then_divide, *args), CUDA).source
     assert "max((unsigned int)(" in src and "min((int)(" in src, src
+    # NVIDIA's OpenCL goes through the same ptxas; the meaning of the OpenCL form runs below (PoCL)
+    ocl = render(_ir(narrow_max_then_divide, *args), OPENCL).source
+    assert "max((uint)(" in ocl and "min((int)(" in ocl, ocl
     ptx = _nvcc(tmp_path, src, "narrow_max", "ptx")
     assert not re.search(r"\b(max|min)\.[us]16\b", ptx), ptx
     rng = np.random.default_rng(5)
@@ -253,6 +256,7 @@ def test_a_min_or_max_of_a_negation_is_not_a_min_instruction_on_cuda(tmp_path):
     args = np.zeros(4, np.int32), np.zeros(4, np.int32), np.zeros(4, np.int32), 13, 62
     src = render(_ir(min_of_negated_parameter, *args), CUDA).source
     assert src.count("& -(int)(") == 2, src
+    assert render(_ir(min_of_negated_parameter, *args), OPENCL).source.count("& -(int)(") == 2
     ptx = _nvcc(tmp_path, src, "min_of_negation", "ptx")
     assert len(re.findall(r"\b(min|max)\.s32\b", ptx)) == 2, ptx     # only the outer two: with s
     rng = np.random.default_rng(16001842)
