@@ -2,8 +2,12 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [codesize]
+#   bash benchmarks/gpu/device_run.sh [first] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [codesize]
 #
+# first:       what was built without a GPU since the last run (docs/device-runs.md, the eleventh
+#              session): the four ptxas seeds replayed, the reproducers, the tests of the CUDA
+#              workarounds, the trace index and the profile, the probe's parts, a fresh process's
+#              cold and warm start (about 5 minutes)
 # fuzz:        the differential fuzzer against cuda (FUZZ_KERNELS kernels, 20000 by default, or
 #              FUZZ_MINUTES), started in the background so the test stages run beside it; the
 #              script waits for it at the end
@@ -36,6 +40,17 @@ python3 -c "import torch, jax, cupy; print('torch', torch.__version__, 'jax', ja
 for stage in $stages; do
     echo "=== $stage"
     case $stage in
+    first)
+        for seed in 14000430 12004882 14002140 16001842; do
+            timeout 150 python3 -m tests.fuzz --replay $seed --devices cuda --no-shrink 2>&1 | tail -2
+        done | tee "$out/replays.log"
+        timeout 120 python3 -m tests.fuzz.ptxas_repros 2>&1 | tee "$out/ptxas_repros.log" | tail -8
+        CUBEPY_TEST_DEVICES=cuda,opencl timeout 300 python3 -m pytest -p no:cacheprovider -q -rfs \
+            --junitxml "$out/first.xml" tests/gpu/test_cuda_source_semantics.py tests/runtime/test_profile.py \
+            tests/runtime/test_trace_index.py tests/backends/test_contract.py 2>&1 | tee "$out/first.log" | tail -6
+        timeout 60 python3 benchmarks/gpu/probe_profile.py 2>&1 | tee "$out/probe_profile.log" | tail -20
+        timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --out "$out/cold_start.json" \
+            2>&1 | tee "$out/cold_start.log" | tail -40 ;;
     fuzz)
         timeout ${FUZZ_TIMEOUT:-560} python3 -m tests.fuzz --devices cuda --workers ${FUZZ_WORKERS:-12} \
             --kernels ${FUZZ_KERNELS:-20000} --minutes ${FUZZ_MINUTES:-8} --seed ${FUZZ_SEED:-5000000} --no-shrink \
