@@ -404,14 +404,39 @@ class Statements:
         source = self.frame.source
         cache = source.__dict__.setdefault("outside_reads", {})
         if id(node) not in cache:
-            total = source.__dict__.get("name_reads")
-            if total is None:
-                total = source.__dict__["name_reads"] = _name_reads(source.tree)
-            inside = _name_reads(node)
+            found = source.__dict__.get("name_reads")
+            if found is None:
+                found = source.__dict__["name_reads"] = _name_reads_by_region(source.tree)
+            total, regions = found
+            inside = regions.get(id(node))
+            if inside is None:
+                inside = _name_reads(node)
             cache[id(node)] = {name for name, count in total.items() if count > inside.get(name, 0)}
         return cache[id(node)]
 
     # --- expressions ------------------------------------------------------------------------
+
+
+def _name_reads_by_region(tree) -> tuple[dict[str, int], dict[int, dict[str, int]]]:
+    """How often each name is read in ``tree``, and in each statement with a body (by id), in one
+    walk: each read counts for every such statement around it (a walk per region walked nested
+    regions again, a tenth of a fuzz kernel's first trace)."""
+    total: dict[str, int] = {}
+    regions: dict[int, dict[str, int]] = {}
+
+    stack = [(tree, ())]
+    while stack:
+        node, around = stack.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            name = node.id
+            total[name] = total.get(name, 0) + 1
+            for counts in around:
+                counts[name] = counts.get(name, 0) + 1
+        elif isinstance(node, ast.stmt) and hasattr(node, "body"):
+            counts = regions[id(node)] = {}
+            around = (*around, counts)
+        stack.extend((child, around) for child in ast.iter_child_nodes(node))
+    return total, regions
 
 
 def _name_reads(tree) -> dict[str, int]:
