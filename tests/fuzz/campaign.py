@@ -162,6 +162,9 @@ KERNELS_PER_WORKER = 300
 def _worker(tasks, results, size: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the parent's: it reports, then stops us
     os.environ.setdefault("CUBEPY_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "cubepy-fuzz-cache"))
+    # every fuzz kernel is new (its module file too): an index entry of its trace (its pickled IR,
+    # 150 KB for a fuzz kernel) would never be read
+    os.environ.setdefault("CUBEPY_TRACE_INDEX", "0")
     import warnings
 
     warnings.simplefilter("ignore")
