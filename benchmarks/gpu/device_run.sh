@@ -52,7 +52,12 @@ for stage in $stages; do
         timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --out "$out/cold_start.json" \
             2>&1 | tee "$out/cold_start.log" | tail -40 ;;
     fuzz)
-        timeout ${FUZZ_TIMEOUT:-560} python3 -m tests.fuzz --devices cuda --workers ${FUZZ_WORKERS:-12} \
+        # every core but a few (the tests beside it), the workers spread over every GPU of the host:
+        # on an 8-GPU, 128-core host about 120 workers, so 20,000 kernels (about 2 s of one core
+        # each, 2026-12-05) fit in one call
+        gpus=$(nvidia-smi -L | wc -l)
+        timeout ${FUZZ_TIMEOUT:-560} python3 -m tests.fuzz --devices cuda --workers ${FUZZ_WORKERS:-$(( $(nproc) - 4 ))} \
+            --gpus ${FUZZ_GPUS:-$gpus} \
             --kernels ${FUZZ_KERNELS:-20000} --minutes ${FUZZ_MINUTES:-8} --seed ${FUZZ_SEED:-5000000} --no-shrink \
             >"$out/fuzz.log" 2>&1 &
         fuzz_pid=$! ;;

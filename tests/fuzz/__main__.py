@@ -2,6 +2,7 @@
 
     python -m tests.fuzz --devices cpu,opencl --minutes 60 --workers 2
     python -m tests.fuzz --devices cuda --minutes 6 --workers 12
+    python -m tests.fuzz --devices cuda --minutes 8 --workers 100 --gpus 8   # an 8-GPU, 128-core host
     python -m tests.fuzz --replay 4711 --devices opencl        # shrink one seed and print it
     python -m tests.fuzz --devices cpu,opencl --alternate      # each kernel on one of them, in turn
     python -m tests.fuzz --cuda-source 16001842 > k.cu          # a seed's kernel as the cuda backend
@@ -93,6 +94,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-shrink", action="store_true", help="print failures without shrinking them")
     ap.add_argument("--alternate", action="store_true",
                     help="run each kernel on one of the devices, in turn, instead of on all of them")
+    ap.add_argument("--gpus", type=int, default=1,
+                    help="spread the workers over this many GPUs (worker k on GPU k mod N; a many-core "
+                         "host with several GPUs runs many workers)")
     ap.add_argument("--cuda-source", type=int, default=None, metavar="SEED",
                     help="print one seed's kernel as CUDA source, as the cuda backend renders it, and stop")
     args = ap.parse_args(argv)
@@ -131,7 +135,7 @@ def main(argv=None) -> int:
                   flush=True)
         if done[0] % 200 == 0:
             print(f"... {done[0]} kernels", flush=True)
-    tally = campaign(seeds, assign, args.workers, args.size, deadline, progress)
+    tally = campaign(seeds, assign, args.workers, args.size, deadline, progress, gpus=args.gpus)
     print(tally.table())
     for seed, target, status, detail, devices in tally.failures[:20]:
         _report_failure(seed, target, status, detail, devices, not args.no_shrink)

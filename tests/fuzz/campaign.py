@@ -159,8 +159,10 @@ def _plane_of(target: str) -> int:
 KERNELS_PER_WORKER = 300
 
 
-def _worker(tasks, results, size: int) -> None:
+def _worker(tasks, results, size: int, gpu: int | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the parent's: it reports, then stops us
+    if gpu is not None:            # before CUDA loads: this worker's kernels run on that GPU alone
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     os.environ.setdefault("CUBEPY_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "cubepy-fuzz-cache"))
     # every fuzz kernel is new (its module file too): an index entry of its trace (its pickled IR,
     # 150 KB for a fuzz kernel) would never be read
@@ -243,21 +245,25 @@ class Tally:
 
 
 def campaign(seeds, assign, workers: int, size: int = 40, deadline: float | None = None,
-             on_result=None) -> Tally:
+             on_result=None, gpus: int = 1) -> Tally:
     """Run ``check(seed, assign(seed))`` for each seed on ``workers`` processes until ``deadline``
     (time.monotonic()); a worker that dies is replaced and its seed counted as a crash. Ctrl-C
-    ends the run early with the tally of the kernels done (``tally.interrupted``)."""
+    ends the run early with the tally of the kernels done (``tally.interrupted``). With ``gpus``
+    above 1, worker k sees GPU k mod ``gpus`` alone (compiles are the CPU's work, so a host with
+    many cores and GPUs runs many workers without crowding one GPU with their contexts)."""
     ctx = mp.get_context("spawn")
     tasks, results = ctx.Queue(), ctx.Queue()
     procs = {}
 
-    deaths = [0]
+    deaths, spawned = [0], [0]
 
     def spawn():
         if deaths[0] > 3 * workers + 10:
             raise RuntimeError("fuzz workers keep dying before they run anything (is the calling module "
                                "guarded by if __name__ == '__main__'?)")
-        p = ctx.Process(target=_worker, args=(tasks, results, size), daemon=True)
+        gpu = spawned[0] % gpus if gpus > 1 else None
+        spawned[0] += 1
+        p = ctx.Process(target=_worker, args=(tasks, results, size, gpu), daemon=True)
         p.start()
         procs[p.pid] = (p, None)
 
