@@ -130,3 +130,19 @@ def test_bounds_check_lowering_guards_every_access_and_dce_removes_unused_values
 def test_every_opcode_is_documented():
     for name in ("load", "store", "atomic", "plane_ballot", "for", "loop", "report_oob", "param", "shape"):
         assert name in OPCODES and OPCODES[name]
+
+
+def test_a_copied_kernel_is_deep_and_keeps_shared_values_shared():
+    from cubepy.ir.nodes import copied
+
+    k, b, x = _kernel()
+    u = b.op("builtin", (), I32, name="unit_pos_x")
+    b.op("store", (x, u, Const(1.0, F32)), checked=True)
+    b.op("store", (x, u, Const(2.0, F32)), checked=True)
+    for extra in ({}, {"unpicklable": lambda: 0}):       # the second one takes copy.deepcopy
+        k.analyses.update(extra)
+        c = copied(k)
+        assert c is not k and print_kernel(c) == print_kernel(k)
+        first, second = c.body.ops[-2], c.body.ops[-1]
+        assert first.args[1] is second.args[1] is c.body.ops[-3].result      # one value, two uses
+        assert first is not k.body.ops[-2] and c.params[0] is not k.params[0]
