@@ -12,6 +12,7 @@ kernel is traced and compiled as before, which writes the entry again.
 
 An entry's key covers everything else a trace depends on: cubepy's own code (its version, and
 the size and modification time of each module of cubepy and of the backend's package), the
+Python and NumPy versions, the
 kernel's module, name, file, first line and source text, the device and the specialization,
 and ``CUBEPY_SHAPE_GENERIC``. Kernels whose traces read a value without a fingerprint (a
 configuration object, a module of the user's) are not indexed; ``CUBEPY_TRACE_INDEX=0`` turns
@@ -28,6 +29,8 @@ import sys
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .. import settings
 from ..frontend.dependencies import Dependencies
@@ -91,8 +94,9 @@ def _key(kernel_fn: Any, dev: Any, spec: Any) -> str | None:
     device, specialization = canonical(dev.key()), canonical(spec.key())
     if device is None or specialization is None:
         return None
-    parts = (FORMAT, code_identity(type(dev.backend).__module__), kernel_fn.__module__, kernel_fn.__qualname__,
-             text.filename, str(text.first_line), text.text, device, specialization,
+    # Python (its AST and pickles) and NumPy (constant folding) count as cubepy's code does
+    parts = (FORMAT, sys.version, np.__version__, code_identity(type(dev.backend).__module__), kernel_fn.__module__,
+             kernel_fn.__qualname__, text.filename, str(text.first_line), text.text, device, specialization,
              str(settings.shape_generic()))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
