@@ -209,8 +209,8 @@ class CpuBackend(Backend):
 
         llvm_ir, layout = self.generate(kernel, properties)
         opt, isa = self._opt_levels.get(properties, 3), self._isas.get(properties)
-        loaded, from_disk = jit.load(llvm_ir, layout.entry, opt, isa)
-        return Executable(kernel, llvm_ir, layout, loaded, from_disk, jit.cache_key(llvm_ir, opt, isa))
+        loaded, from_disk, key = jit.load(llvm_ir, layout.entry, opt, isa)
+        return Executable(kernel, llvm_ir, layout, loaded, from_disk, key)
 
     def snapshot(self, executable: Executable, properties: DeviceProperties) -> bytes:
         from . import jit

@@ -164,13 +164,14 @@ def optimize(llvm_ir: str, opt: int = 3, isa: str | None = None):
     return mod
 
 
-def compile_object(llvm_ir: str, opt: int = 3, isa: str | None = None) -> tuple[bytes, bool]:
-    """Object code for ``llvm_ir``: (bytes, came_from_disk); compiled once across processes."""
+def compile_object(llvm_ir: str, opt: int = 3, isa: str | None = None, key: str | None = None) -> tuple[bytes, bool]:
+    """Object code for ``llvm_ir`` (under ``key``, its `cache_key`): (bytes, came_from_disk);
+    compiled once across processes."""
     def build() -> bytes:
         stats["compiles"] += 1
         return _tm(opt, isa).emit_object(optimize(llvm_ir, opt, isa))
     corrupt = CACHE.stats.corrupt
-    obj, from_disk = CACHE.get_or_build(cache_key(llvm_ir, opt, isa), build)
+    obj, from_disk = CACHE.get_or_build(key or cache_key(llvm_ir, opt, isa), build)
     stats["corrupt"] += CACHE.stats.corrupt - corrupt
     if from_disk:
         stats["disk_hits"] += 1
@@ -194,31 +195,37 @@ class Loaded:
             raise RuntimeError(f"symbol {symbol} not found in the compiled object")
 
 
+def _loaded_from_disk(obj: bytes, key: str, symbol: str) -> Loaded | None:
+    """``obj``, read from the disk cache under ``key``, loaded; None (the entry dropped) where it
+    does not load."""
+    try:
+        return Loaded(obj, symbol)
+    except Exception:
+        stats["corrupt"] += 1
+        CACHE.discard(key)
+        return None
+
+
 def load_cached(key: str, symbol: str) -> Loaded | None:
     """The object code under ``key`` loaded from the disk cache, or None if it is not there (or
-    does not load: the entry is then dropped)."""
+    does not load)."""
     corrupt = CACHE.stats.corrupt
     obj = CACHE.read(key)
     stats["corrupt"] += CACHE.stats.corrupt - corrupt
     if obj is None:
         return None
-    try:
-        loaded = Loaded(obj, symbol)
-    except Exception:
-        stats["corrupt"] += 1
-        CACHE.discard(key)
-        return None
-    stats["disk_hits"] += 1
+    loaded = _loaded_from_disk(obj, key, symbol)
+    if loaded is not None:
+        stats["disk_hits"] += 1
     return loaded
 
 
-def load(llvm_ir: str, symbol: str, opt: int = 3, isa: str | None = None) -> tuple[Loaded, bool]:
-    obj, cached = compile_object(llvm_ir, opt, isa)
-    try:
-        return Loaded(obj, symbol), cached
-    except Exception:
-        if not cached:
-            raise
-        stats["corrupt"] += 1
-        CACHE.discard(cache_key(llvm_ir, opt, isa))
-        return load(llvm_ir, symbol, opt, isa)
+def load(llvm_ir: str, symbol: str, opt: int = 3, isa: str | None = None) -> tuple[Loaded, bool, str]:
+    """``(loaded, from_disk, key)``: the object code of ``llvm_ir``, from the disk cache or
+    compiled, and its disk-cache key."""
+    key = cache_key(llvm_ir, opt, isa)
+    obj, cached = compile_object(llvm_ir, opt, isa, key)
+    if not cached:
+        return Loaded(obj, symbol), False, key
+    loaded = _loaded_from_disk(obj, key, symbol)
+    return (loaded, True, key) if loaded is not None else load(llvm_ir, symbol, opt, isa)

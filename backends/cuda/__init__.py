@@ -66,14 +66,6 @@ def cache_dir() -> Path:
     return CACHE.root
 
 
-def _toolchain(cp, index: int, fastmath: str | None) -> tuple:
-    """What a cubin depends on besides its source: the GPU's architecture, the CUDA runtime's
-    version and NVRTC's options (the last ones, from the third on)."""
-    arch = str(cp.cuda.Device(index).compute_capability)
-    return (arch, str(cp.cuda.runtime.runtimeGetVersion()), "--std=c++17", f"--gpu-architecture=sm_{arch}",
-            "-default-device", *CUDA.fp_flags[fastmath])
-
-
 @dataclass(eq=False)
 class Executable:
     rendered: Rendered
@@ -84,8 +76,6 @@ class Executable:
     slots: tuple                        # the parameters a launch fills: see parameter_slots
     error: Any = None                   # cupy int32 array, the error record
     from_disk: bool = False             # loaded from the disk cache, not compiled
-    key: str = ""                       # of its cubin in the disk cache
-    toolchain: tuple = ()               # what the cubin depends on besides the source (`_toolchain`)
 
 
 def _c_contiguous(a) -> bool:
@@ -175,56 +165,39 @@ class CudaBackend(DeviceBackend):
         return render(kernel, CUDA)
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
+        return self._compiled(kernel, properties, self.render(kernel, properties))
+
+    def snapshot(self, executable: Executable, properties: DeviceProperties) -> bytes:
+        return pickle.dumps(executable.rendered, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, kernel: Kernel, properties: DeviceProperties, snapshot: bytes) -> Executable:
+        # the source as rendered, built as `compile` builds it: the cubin from the disk cache under
+        # a key of the source, the GPU, the CUDA runtime and the options (NVRTC on a miss)
+        return self._compiled(kernel, properties, pickle.loads(snapshot))
+
+    def _compiled(self, kernel: Kernel, properties: DeviceProperties, rendered: Rendered) -> Executable:
         cp = _cupy()
         index = self._devices.get(properties, 0)
-        rendered = self.render(kernel, properties)
         with cp.cuda.Device(index):
-            toolchain = _toolchain(cp, index, kernel.fastmath)
-            key = hashlib.sha256("\0".join((rendered.source, *toolchain)).encode()).hexdigest()
-            module, from_disk = self._load(cp, rendered, toolchain[2:], key)
-            return self._executable(cp, kernel.name, rendered, module, index, from_disk, key, toolchain)
-
-    def snapshot(self, executable: Executable, properties: DeviceProperties) -> bytes | None:
-        if not executable.key:          # loaded through CuPy's RawModule: no cubin of its own
-            return None
-        return pickle.dumps((executable.toolchain, executable.key, executable.rendered),
-                            protocol=pickle.HIGHEST_PROTOCOL)
-
-    def restore(self, kernel: Kernel, properties: DeviceProperties, snapshot: bytes) -> Executable | None:
-        cp = _cupy()
-        index = self._devices.get(properties, 0)
-        toolchain, key, rendered = pickle.loads(snapshot)
-        with cp.cuda.Device(index):
-            if toolchain != _toolchain(cp, index, kernel.fastmath):
-                return None
-            cubin = CACHE.read(key)
-            if cubin is None:
-                return None
-            module = cp.cuda.function.Module()
+            arch = str(cp.cuda.Device(index).compute_capability)
+            options = ("--std=c++17", f"--gpu-architecture=sm_{arch}", "-default-device",
+                       *CUDA.fp_flags[kernel.fastmath])
+            version = str(cp.cuda.runtime.runtimeGetVersion())
+            key = hashlib.sha256("\0".join((rendered.source, arch, version, *options)).encode()).hexdigest()
+            module, from_disk = self._load(cp, rendered, options, key)
             try:
-                module.load(cubin)
-            except Exception:
-                CACHE.discard(key)
-                return None
-            return self._executable(cp, kernel.name, rendered, module, index, True, key, toolchain)
-
-    @staticmethod
-    def _executable(cp, name: str, rendered: Rendered, module, index: int, from_disk: bool, key: str,
-                    toolchain: tuple) -> Executable:
-        try:
-            function = module.get_function(rendered.name)
-        except Exception as e:
-            raise ToolchainError(f"NVRTC rejected the generated CUDA code: {e}", name) from None
-        if rendered.dynamic_shared_bytes:     # opt in to more than 48 KiB of shared memory
-            drv = cp.cuda.driver
-            drv.funcSetAttribute(function.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                 rendered.dynamic_shared_bytes)
-        error = cp.zeros(len(empty_record()), cp.int32) if rendered.sites else None
-        constants = {k: error.data.ptr for k, slot in enumerate(rendered.args) if slot.kind == "error"}
-        packer = ArgPacker(parameter_codes(rendered), constants, on_new_thread=lambda: cp.cuda.runtime.free(0))
-        function = getattr(function, "kernel", function)    # the driver-level cupy.cuda.Function
-        return Executable(rendered, function, module, index, packer, parameter_slots(rendered), error, from_disk,
-                          key if isinstance(module, cp.cuda.function.Module) else "", toolchain)
+                function = module.get_function(rendered.name)
+            except Exception as e:
+                raise ToolchainError(f"NVRTC rejected the generated CUDA code: {e}", kernel.name) from None
+            if rendered.dynamic_shared_bytes:     # opt in to more than 48 KiB of shared memory
+                drv = cp.cuda.driver
+                drv.funcSetAttribute(function.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     rendered.dynamic_shared_bytes)
+            error = cp.zeros(len(empty_record()), cp.int32) if rendered.sites else None
+            constants = {k: error.data.ptr for k, slot in enumerate(rendered.args) if slot.kind == "error"}
+            packer = ArgPacker(parameter_codes(rendered), constants, on_new_thread=lambda: cp.cuda.runtime.free(0))
+            function = getattr(function, "kernel", function)    # the driver-level cupy.cuda.Function
+        return Executable(rendered, function, module, index, packer, parameter_slots(rendered), error, from_disk)
 
     def _load(self, cp, rendered: Rendered, options, key: str):
         """``(module, from_disk)``: the cubin from the disk cache, NVRTC on a miss (once across

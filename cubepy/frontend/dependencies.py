@@ -8,7 +8,8 @@ such read (`Dependencies.read`) under the *path* of the function that made it: `
 kernel, ``("helper",)`` for a helper reached through the kernel's name ``helper``, and so on.
 Each value is kept as a fingerprint, which is equal in two processes only where the value is:
 
-- numbers, strings, bytes, None, and tuples, lists and frozensets of them: their type and repr;
+- numbers, strings, bytes, None, and tuples, lists and frozensets of them: their type and repr
+  (a float: its bits, so that NaNs of different payloads differ);
 - modules of cubepy, math, cmath, numpy and builtins: their name (their attributes are code);
 - functions, classes and objects that such a module holds under their own name (``len``,
   ``math.sqrt``, ``np.float32``, ``cb.f32``, ``cb.ABSOLUTE_POS``): that module and name;
@@ -33,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from .scope import closure_vars
+
 TRUSTED_MODULES = ("cubepy", "math", "cmath", "numpy", "builtins")
 _MISSING = ("missing",)
 _RECORDING: ContextVar[Dependencies | None] = ContextVar("cubepy_dependencies", default=None)
@@ -43,7 +46,7 @@ class Dependencies:
     """The outside reads of every trace of one kernel function, by ``(path, name)``."""
 
     def __init__(self):
-        self.reads: dict[tuple[tuple[str, ...], str], tuple | None] = {}
+        self.reads: dict[tuple[tuple[str, ...], str], tuple] = {}
         self.why_not: str | None = None          # why these traces cannot be reused, if they cannot
         self._origins: dict[int, tuple[str, ...]] = {}    # id(@cb.func) -> the path it was read through
         self._objects: dict[tuple, Any] = {}     # the object last read under each key (fingerprinted once)
@@ -116,13 +119,9 @@ def _function_at(functions: dict, path: tuple[str, ...]) -> Any:
 def resolve(fn: Any, name: str) -> Any:
     """What ``name`` means inside ``fn`` outside its locals: closure cell, global, builtin (the
     tracer's order), or a marker for none."""
-    if fn.__closure__:
-        for free, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-            if free == name:
-                try:
-                    return cell.cell_contents
-                except ValueError:
-                    break
+    closure = closure_vars(fn)
+    if name in closure:
+        return closure[name]
     if name in fn.__globals__:
         return fn.__globals__[name]
     return getattr(builtins, name, _MISSING)

@@ -168,8 +168,9 @@ class Backend:
 
     def snapshot(self, executable: Any, properties: DeviceProperties) -> bytes | None:
         """What `restore` needs to rebuild ``executable`` in another process without generating its
-        code again: the disk-cache key of its compiled code, the toolchain that built it, its
-        launch layout. None (the default): this backend's executables are not restored."""
+        code again (the CPU backend: the disk-cache key of its object code, the toolchain and the
+        launch layout; CUDA and OpenCL: the rendered source). None (the default): this backend's
+        executables are not restored."""
         return None
 
     def restore(self, kernel: Kernel, properties: DeviceProperties, snapshot: bytes) -> Any:

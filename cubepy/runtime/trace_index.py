@@ -66,7 +66,7 @@ def restore(kernel_fn: Any, dev: Any, spec: Any) -> tuple[Kernel, Any, dict] | N
 
 def store(kernel_fn: Any, dev: Any, spec: Any, reads: Dependencies, kernel: Kernel, executable: Any) -> None:
     """Index a specialization just traced and compiled (where its reads and backend allow)."""
-    if not reads.reusable or not _restores(dev.backend):
+    if not reads.reusable:
         return
     key = _key(kernel_fn, dev, spec)
     if key is None:

@@ -66,20 +66,16 @@ def _report_failure(seed, target, status, detail, devices, shrink: bool) -> None
 
 
 def _cuda_source(seed: int) -> str:
-    """The seed's kernel (generated for ``cuda``: plane size 32) traced as the cuda backend traces
-    it (checks per cube and per run) and rendered in its dialect, without a GPU."""
+    """The seed's kernel (generated for ``cuda``) traced and rendered as the cuda backend does it,
+    without a GPU."""
     from cubepy.backends.cstyle import CUDA, render
 
-    import cubepy as cb
-
     from .generate import generate
+    from .host_cuda import cuda_ir
     from .run import arguments, load
 
     program = generate(seed)
-    kernel = load(program)
-    like_cuda = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_run=True)
-    compiled = kernel.compile(*arguments(program), dim=program.cube_dim, device=like_cuda, checked=True)
-    return render(compiled.ir_module, CUDA).source
+    return render(cuda_ir(load(program), program, arguments(program)), CUDA).source
 
 
 def main(argv=None) -> int:

@@ -162,7 +162,8 @@ KERNELS_PER_WORKER = 300
 def _worker(tasks, results, size: int, gpu: int | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the parent's: it reports, then stops us
     if gpu is not None:            # before CUDA loads: this worker's kernels run on that GPU alone
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")    # as the parent saw them
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible[gpu % len(visible)] if visible[0] else str(gpu)
     os.environ.setdefault("CUBEPY_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "cubepy-fuzz-cache"))
     # every fuzz kernel is new (its module file too): an index entry of its trace (its pickled IR,
     # 150 KB for a fuzz kernel) would never be read

@@ -75,13 +75,19 @@ def compiler() -> str | None:
     return shutil.which("clang++-15") or shutil.which("clang++")
 
 
+def cuda_ir(kernel, program, args):
+    """The kernel's IR as the cuda backend traces it (plane size 32, checks per cube and per run),
+    made without a GPU."""
+    device = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_run=True)
+    return kernel.compile(*args, dim=program.cube_dim, device=device, checked=True).ir_module
+
+
 def cuda_source(kernel, program, args):
-    """The kernel's CUDA source (a `Rendered`) as the cuda backend renders it: plane size 32,
-    checks per cube; a kernel whose units must run together is refused (ValueError)."""
+    """The kernel's CUDA source (a `Rendered`) as the cuda backend renders it; a kernel whose units
+    must run together is refused (ValueError)."""
     from cubepy.backends.cstyle import CUDA, render
 
-    device = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_run=True)
-    ir = kernel.compile(*args, dim=program.cube_dim, device=device, checked=True).ir_module
+    ir = cuda_ir(kernel, program, args)
     concurrent = sorted({op.opcode for op in walk(ir.body)
                          if op.opcode in PLANE_OPS or op.opcode in ("sync_cube", "atomic")})
     if concurrent or any(b.kind == "shared" for b in ir.buffers):
