@@ -71,7 +71,7 @@ def dev(request, monkeypatch) -> cb.Device:
         monkeypatch.setattr(cb.KernelFunction, "launch", resident_launch)
         return cb.device(name)
     if plane == "cubes":
-        return cb.device(name, plane_dim=32, checks_per_cube=True, checks_per_run=True)
+        return cb.device(name, plane_dim=32, checks_per_cube=True, checks_per_run=True, inline_array_bytes=2048)
     if plane == "avx2":            # the code an AVX2 machine runs, on any host that has AVX2
         found = cb.device(name, isa="avx2")
         if not found.available:

@@ -133,6 +133,10 @@ class Dialect:
     # before a loop that must stay a loop: ptxas (CUDA 13) fails register allocation ("C7600 ...
     # register count of 7") on the fully unrolled 31-shuffle loop of a partial plane's reduction
     no_unroll: str = ""
+    # a read-only array passed by value (`Buffer.inline`): the kernel parameter, a struct {struct}
+    # named {name} that the kernel reads in place (CUDA's __grid_constant__: the constant bank, at
+    # run-time indices too); "": the dialect passes none (the runtime never offers it one)
+    inline_param: str = ""
     # in kernels with barriers, loop trip counts are read through a volatile, so that the compiler
     # sees them as per-unit (PoCL inserts miscompiled barriers of its own into uniform loops)
     opaque_loops: bool = False
@@ -235,6 +239,7 @@ CUDA = Dialect(
     shared_static_limit=48 * 1024,
     dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
     no_unroll="#pragma unroll 1",
+    inline_param="const __grid_constant__ {struct} {name}",
     from_double={"f16": "__double2half({x})", "bf16": "__double2bfloat16({x})"},
     # PTX's cvt takes a wider source register and uses its low bits; the host branch is for
     # compiling the same source for the host (tests/fuzz/host_cuda.py)

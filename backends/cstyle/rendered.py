@@ -19,12 +19,14 @@ ERROR_WORDS = EXTENT_WORDS + MAX_DIMS
 @dataclass(frozen=True)
 class ArgSlot:
     """One kernel argument: ``kind`` is "buffer", "shape" (extent ``dim`` of param ``param``),
-    "scalar" (passed as NumPy type ``numpy``) or "error" (the error record)."""
+    "scalar" (passed as NumPy type ``numpy``), "inline" (the array's bytes by value, in a cell of
+    ``nbytes``) or "error" (the error record)."""
 
     kind: str
     param: int | None = None
     dim: int = 0
     numpy: str = ""
+    nbytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,10 @@ class Rendered:
     dynamic_shared_bytes: int
     alignments: dict[int, int] = field(default_factory=dict)   # param index -> byte alignment needed
     subgroups: bool = False            # plane ops on the device's sub-group builtins (OpenCL)
+    kernel_name: str = ""              # the kernel's own name, for messages (``name`` is its symbol)
+
+    def __post_init__(self):
+        self.kernel_name = self.kernel_name or self.name
 
 
 __all__ = ["ERROR_WORDS", "EXTENT_WORDS", "INDEX_WORDS", "MAX_DIMS", "ArgSlot", "OOBSite", "Rendered"]

@@ -44,6 +44,8 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
     def __init__(self, kernel: Kernel, dialect: Dialect, name: str | None):
         super().__init__(kernel, dialect)
         self.entry = name or self._ident(kernel.name)
+        if self.entry in C_WORDS or self.entry.startswith("cb_"):     # a kernel named `double` or `int`
+            self.entry = "cb_kernel_" + self.entry
         self.used: set[str] = set(C_WORDS) | {self.entry}
         self.structs: dict[str, str] = {}
         self.mask_t = self._c(u64 if self.P > 32 else DTYPES_BY_NAME["u32"])
@@ -64,8 +66,11 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
                 self.names[p.id] = name
                 st = self._storage(p.type)
                 const = "" if p.mutable else "const "
-                self.params.append(f"{d.global_q}{const}{self._vt(st)}* {d.restrict} {name}")
-                self.slots.append(ArgSlot("buffer", p.param_index))
+                if p.inline:
+                    self._inline_param(p, name, st)
+                else:
+                    self.params.append(f"{d.global_q}{const}{self._vt(st)}* {d.restrict} {name}")
+                    self.slots.append(ArgSlot("buffer", p.param_index))
                 size = st.dtype.itemsize * st.width
                 self.alignments[p.param_index] = min(16, size & -size) if st.width > 1 else st.dtype.itemsize
                 for dim in range(p.ndim):
@@ -82,6 +87,20 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
         if "error" in self.needs:
             self.params.append(f"{d.global_q}int* {d.restrict} cb_err")
             self.slots.append(ArgSlot("error"))
+
+    def _inline_param(self, p: Buffer, name: str, st) -> None:
+        """A read-only array passed by value: a struct parameter of ``p.inline`` elements, read
+        through a pointer of the array's name (loads render as for any array)."""
+        if not self.d.inline_param:
+            raise ValueError(f"kernel {self.k.name}: dialect {self.d.name} passes no array by value, "
+                             f"but '{p.name}' is")
+        vt = self._vt(st)
+        struct = f"cb_by_value_{st.dtype.name}_{p.inline}"
+        self.structs.setdefault(struct, f"struct {struct} {{ {vt} v[{p.inline}]; }};")
+        holder = self._unique(f"{p.name}_by_value")
+        self.params.append(self.d.inline_param.format(struct=struct, name=holder))
+        self.slots.append(ArgSlot("inline", p.param_index, nbytes=p.inline * st.dtype.itemsize))
+        self._line(f"const {vt}* {self.d.restrict} {name} = {holder}.v;")
 
     def _declare_arrays(self) -> None:
         """Shared memory (in the dynamic shared memory past the dialect's static limit) and per-unit arrays."""
@@ -154,7 +173,7 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
         parts.append(sig + " {\n" + "\n".join(self.body) + "\n}")
         source = "\n\n".join(p for p in parts if p) + "\n"
         return Rendered(self.entry, source, self.slots, self.sites, self.units, self.P, self.dynamic_bytes,
-                        self.alignments, "cl_khr_subgroups" in self.needs)
+                        self.alignments, "cl_khr_subgroups" in self.needs, k.name)
 
 
 def _barrier_loop(ops, dialect: Dialect) -> bool:

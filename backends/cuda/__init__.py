@@ -48,7 +48,7 @@ from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import CUDA, Rendered, empty_record, oob_error, render
 from . import device_query
-from .packing import BUFFER, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
+from .packing import BUFFER, INLINE, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
 
 
 def _cupy():
@@ -60,6 +60,10 @@ def _cupy():
 
 
 CACHE = DiskCache("cuda", ".cubin")
+# launch-parameter bytes a kernel gives to small read-only host arrays passed by value, read from
+# the constant bank (`const __grid_constant__`, sm_70 and CUDA 11.7 on): well inside the 4 KiB
+# that every CUDA version allows a kernel's parameters
+INLINE_ARRAY_BYTES = 2048
 
 
 def cache_dir() -> Path:
@@ -146,9 +150,10 @@ class CudaBackend(DeviceBackend):
         features = {"gpu", "fp16", "fp64", "plane_ops", "atomics", "atomic_f32_add"}
         if cc >= 80:
             features.add("bf16")
+        grid_constant = cc >= 70 and cp.cuda.runtime.runtimeGetVersion() >= 11070
         props = DeviceProperties(
             name=f"{name} [{index}] sm_{cc}", backend=self.name, plane_dim=int(a["WarpSize"]), checks_per_cube=True,
-            checks_per_run=True,
+            checks_per_run=True, inline_array_bytes=INLINE_ARRAY_BYTES if grid_constant else 0,
             plane_size_min=int(a["WarpSize"]), plane_size_max=int(a["WarpSize"]),
             max_units_per_cube=int(a["MaxThreadsPerBlock"]),
             max_cube_dim=(int(a["MaxBlockDimX"]), int(a["MaxBlockDimY"]), int(a["MaxBlockDimZ"])),
@@ -209,7 +214,7 @@ class CudaBackend(DeviceBackend):
                 kept = tuple(o for o in options if "architecture" not in o)
                 return cp.RawModule(code=rendered.source, options=kept), False
             except Exception as e:
-                raise ToolchainError(f"NVRTC rejected the generated CUDA code: {e}", rendered.name) from None
+                raise ToolchainError(f"NVRTC rejected the generated CUDA code: {e}", rendered.kernel_name) from None
         module = cp.cuda.function.Module()
         try:
             module.load(cubin)
@@ -230,7 +235,7 @@ class CudaBackend(DeviceBackend):
         cp = _cupy()
         stream = options.get("stream")
         if stream is not None:
-            return _cupy_stream(cp, stream, executable.rendered.name, executable.device_index)
+            return _cupy_stream(cp, stream, executable.rendered.kernel_name, executable.device_index)
         return cp.cuda.Device(executable.device_index) if self._several_devices else nullcontext()
 
     def enqueue(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, bound: list,
@@ -246,6 +251,8 @@ class CudaBackend(DeviceBackend):
                 values.append(ptr)
             elif kind == SHAPE:
                 values.append(bound[param].shape[extra])
+            elif kind == INLINE:
+                values.append(bound[param].buffer.tobytes())
             else:
                 v = bound[param]
                 values.append(v if v.__class__ is extra else extra(v))
@@ -281,7 +288,7 @@ class CudaBackend(DeviceBackend):
                         cube_count, cube_dim, options: dict) -> DirectLauncher:
         """The warm path's entry: pack the slots and call cuLaunchKernel, nothing in between."""
         cp = _cupy()
-        names = {BUFFER: "pointer", SHAPE: "extent", SCALAR: "scalar"}
+        names = {BUFFER: "pointer", SHAPE: "extent", SCALAR: "scalar", INLINE: "inline"}
         slots = tuple((names[kind], param, extra) if kind != SCALAR else ("scalar", param)
                       for kind, param, extra in executable.slots)
         launch_kernel, current_stream, named = cp.cuda.driver.launchKernel, cp.cuda.get_current_stream, _NAMED
@@ -321,7 +328,7 @@ class CudaBackend(DeviceBackend):
             record = executable.error.get()
             executable.error.fill(0)
             cp.cuda.get_current_stream().synchronize()
-            error = oob_error(record, executable.rendered.sites, executable.rendered.name)
+            error = oob_error(record, executable.rendered.sites, executable.rendered.kernel_name)
             if error is not None:
                 raise error
         return build_handler(executable, sources, ranks, zeroed, cube_count, cube_dim,
@@ -404,7 +411,7 @@ class CudaBackend(DeviceBackend):
             return None
         executable.error.fill(0)
         _cupy().cuda.get_current_stream().synchronize()      # reset before a later launch can write it
-        return oob_error(record, executable.rendered.sites, executable.rendered.name)
+        return oob_error(record, executable.rendered.sites, executable.rendered.kernel_name)
 
 
 def _cupy_stream(cp, stream, kernel_name: str | None, device_index: int | None = None):
@@ -534,7 +541,7 @@ def _nvrtc_cubin(cp, rendered: Rendered, options) -> bytes:
             except Exception:
                 pass
             message = f"NVRTC rejected the generated CUDA code: {e}\n{log}".rstrip()
-            raise ToolchainError(message, rendered.name) from None
+            raise ToolchainError(message, rendered.kernel_name) from None
         return nvrtc.getCUBIN(prog)
     finally:
         nvrtc.destroyProgram(prog)
@@ -562,4 +569,4 @@ def _include_options(cp) -> list[str]:
 
 BACKEND = CudaBackend()
 
-__all__ = ["BACKEND", "CudaBackend", "Executable", "cache_dir"]
+__all__ = ["BACKEND", "INLINE_ARRAY_BYTES", "CudaBackend", "Executable", "cache_dir"]

@@ -1,10 +1,11 @@
 """Kernel arguments packed for ``cuLaunchKernel``: one struct per executable, one buffer per thread.
 
 ``cuLaunchKernel`` takes an array with one pointer per kernel parameter, each to that parameter's
-value, and copies the values when it is called. The packer gives every parameter an 8-byte cell
-of one buffer: the variable cells come first, in parameter order, and are filled by a single
-``struct.pack_into`` per launch; constant cells (the error record's address) follow and are
-written once, when the buffer is made. Each thread packs into its own buffer (thread-local, so a
+value, and copies the values when it is called. The packer gives every parameter a cell of one
+buffer, 8 bytes (or an array passed by value: its capacity, rounded up to 8): the variable cells
+come first, in parameter order, and are filled by a single ``struct.pack_into`` per launch (an
+array by value as its bytes, zero-padded to the capacity); constant cells (the error record's
+address) follow and are written once, when the buffer is made. Each thread packs into its own buffer (thread-local, so a
 new thread never inherits a finished thread's buffer, and its set-up runs), so launches from
 several threads never share one.
 """
@@ -39,12 +40,15 @@ class ArgPacker:
                  on_new_thread: Callable[[], None] | None = None):
         constants = dict(constants or {})
         variable = [k for k in range(len(codes)) if k not in constants]
-        order = variable + sorted(constants)
-        self._cells = {k: c for c, k in enumerate(order)}       # parameter -> its cell
+        self._offsets, offset = {}, 0                            # parameter -> its cell's offset
+        for k in variable + sorted(constants):
+            self._offsets[k] = offset
+            offset += _cell_bytes(codes[k])
         self._struct = struct.Struct("=" + "".join(_padded(codes[k]) for k in variable))
         self._constants = struct.Struct("=" + "Q" * len(constants))
         self._constant_values = [constants[k] for k in sorted(constants)]
-        self._variable_bytes = CELL * len(variable)
+        self._variable_bytes = self._struct.size
+        self._size = offset
         self._count = len(codes)
         self._on_new_thread = on_new_thread
         self._local = threading.local()
@@ -59,12 +63,12 @@ class ArgPacker:
     def _new_buffer(self) -> tuple:
         if self._on_new_thread is not None:
             self._on_new_thread()
-        size = max(CELL, CELL * self._count)
+        size = max(CELL, self._size)
         data = bytearray(size)
         cells = (ctypes.c_char * size).from_buffer(data)
         base = ctypes.addressof(cells)
         pointers = (ctypes.c_void_p * max(1, self._count))(
-            *(base + CELL * self._cells[k] for k in range(self._count)))
+            *(base + self._offsets[k] for k in range(self._count)))
         self._constants.pack_into(data, self._variable_bytes, *self._constant_values)
         entry = self._local.entry = (data, ctypes.addressof(pointers) if self._count else 0, cells, pointers)
         return entry
@@ -95,16 +99,19 @@ class ArgPacker:
         return submit
 
 
-BUFFER, SHAPE, SCALAR = range(3)
+BUFFER, SHAPE, SCALAR, INLINE = range(4)
 
 
 def parameter_slots(rendered) -> tuple:
     """The kernel parameters a launch fills, as ``(kind, param, extra)``: extra is the alignment
-    a buffer needs, the dimension a shape reads, or the NumPy type of a scalar. The error
-    record's address is a constant of the packer, not a slot."""
+    a buffer needs, the dimension a shape reads, the NumPy type of a scalar, or the capacity in
+    bytes of an array passed by value. The error record's address is a constant of the packer,
+    not a slot."""
     out = []
     for slot in rendered.args:
-        if slot.kind == "buffer":
+        if slot.kind == "inline":
+            out.append((INLINE, slot.param, slot.nbytes))
+        elif slot.kind == "buffer":
             out.append((BUFFER, slot.param, rendered.alignments.get(slot.param, 1)))
         elif slot.kind == "shape":   # a Line buffer's extra trailing axis is not a dimension
             out.append((SHAPE, slot.param, slot.dim))
@@ -116,9 +123,14 @@ def parameter_slots(rendered) -> tuple:
 def parameter_codes(rendered) -> list[str]:
     """The struct code of each kernel parameter of a rendered kernel, in order."""
     kinds = {"buffer": "pointer", "shape": "int32", "error": "pointer"}
-    return [CODES[kinds.get(slot.kind) or slot.numpy] for slot in rendered.args]
+    return [f"{slot.nbytes}s" if slot.kind == "inline" else CODES[kinds.get(slot.kind) or slot.numpy]
+            for slot in rendered.args]
+
+
+def _cell_bytes(code: str) -> int:
+    return -(-struct.calcsize("=" + code) // CELL) * CELL
 
 
 def _padded(code: str) -> str:
-    pad = CELL - struct.calcsize("=" + code)
+    pad = _cell_bytes(code) - struct.calcsize("=" + code)
     return f"{code}{pad}x" if pad else code

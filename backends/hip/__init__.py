@@ -204,7 +204,7 @@ class HipBackend(DeviceBackend):
             return None
         zero = empty_record()
         _check(hip.hipMemcpy(executable.error, zero, zero.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
-        return oob_error(record, executable.rendered.sites, executable.rendered.name)
+        return oob_error(record, executable.rendered.sites, executable.rendered.kernel_name)
 
 
 class HipEvent:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from cubepy.errors import ArgumentValueError, CubeTypeError
 from cubepy.ir.nodes import ATOMIC_OPS, OPCODES, Kernel, walk
 from cubepy.runtime.backend import Backend
+from cubepy.runtime.inline_arrays import MAX_INLINE_BYTES
 from cubepy.runtime.properties import DeviceProperties
 
 __all__ = ["BACKEND", "InterpBackend", "Launch"]
@@ -28,11 +29,12 @@ class InterpBackend(Backend):
     runtime_cube_dim = True    # reads every builtin at run time
 
     def probe(self, plane_dim=32, races=False, checks_per_cube=False, guards_per_cube=False,
-              checks_per_run=False, **_) -> DeviceProperties:
+              checks_per_run=False, inline_array_bytes=0, **_) -> DeviceProperties:
         """``checks_per_cube=True`` versions kernels as the GPUs do (`cubepy.ir.cube_checks`),
         ``guards_per_cube=True`` also as the CPU does, ``checks_per_run=True`` tests checked loads once
-        per run as CUDA and HIP do (`cubepy.ir.run_checks`), so the interpreter checks those
-        transformations too."""
+        per run as CUDA and HIP do (`cubepy.ir.run_checks`), ``inline_array_bytes=2048`` specializes
+        small read-only host arrays as CUDA passes them by value (`cubepy.runtime.inline_arrays`), so
+        the interpreter checks those transformations too."""
         if isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
                 1 <= plane_dim <= 64 and plane_dim & (plane_dim - 1) == 0):
             raise ArgumentValueError(
@@ -43,7 +45,8 @@ class InterpBackend(Backend):
             max_cube_dim=(1024, 1024, 64), max_cube_count=(2**31 - 1, 65535, 65535),
             shared_memory_per_cube=65536, vector_widths=(1, 2, 4, 8, 16),
             features=frozenset({"fp16", "fp64", "plane_ops", "atomics"}), checks_per_cube=bool(checks_per_cube),
-            guards_per_cube=bool(checks_per_cube and guards_per_cube), checks_per_run=bool(checks_per_run))
+            guards_per_cube=bool(checks_per_cube and guards_per_cube), checks_per_run=bool(checks_per_run),
+            inline_array_bytes=_inline_bytes(inline_array_bytes))
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Kernel:
         """Nothing to compile; refuse what the interpreter cannot run."""
@@ -74,3 +77,10 @@ class InterpBackend(Backend):
 
 
 BACKEND = InterpBackend()
+
+
+def _inline_bytes(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INLINE_BYTES:
+        raise ArgumentValueError(f"the interpreter's inline_array_bytes must be an int from 0 to {MAX_INLINE_BYTES}, "
+                                 f"got {value!r}")
+    return value

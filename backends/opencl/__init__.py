@@ -343,7 +343,7 @@ class OpenCLBackend(DeviceBackend):
 
     def launch_scope(self, executable: Executable, properties: DeviceProperties, options: dict):
         stream = options.get("stream")
-        return nullcontext() if stream is None else self.use_stream(stream, properties, executable.rendered.name)
+        return nullcontext() if stream is None else self.use_stream(stream, properties, executable.rendered.kernel_name)
 
     def enqueue(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, bound: list,
                 properties: DeviceProperties) -> None:
@@ -435,7 +435,7 @@ class OpenCLBackend(DeviceBackend):
         if not record[0]:
             return None
         cl.enqueue_copy(executable.state.queue, executable.error_buffer, empty_record(), is_blocking=True)
-        return oob_error(record, executable.rendered.sites, executable.rendered.name)
+        return oob_error(record, executable.rendered.sites, executable.rendered.kernel_name)
 
 
 def _barriers_hoisted(kernel: Kernel, dialect: Dialect) -> Kernel:

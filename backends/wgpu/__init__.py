@@ -301,7 +301,7 @@ class WgpuBackend(DeviceBackend):
         if not record[0]:
             return None
         queue.write_buffer(executable.error_buffer, 0, empty_record())
-        return oob_error(record, executable.rendered.sites, executable.rendered.name)
+        return oob_error(record, executable.rendered.sites, executable.rendered.kernel_name)
 
     def event(self, properties: DeviceProperties):
         state = self._state(properties)

@@ -67,6 +67,10 @@ class WgslRendered:
     plane_dim: int
     shared_bytes: int = 0
     uses_subgroups: bool = False
+    kernel_name: str = ""              # the kernel's own name, for messages (``name`` is the entry point's)
+
+    def __post_init__(self):
+        self.kernel_name = self.kernel_name or self.name
 
 # 0 and 1 from a word of the argument struct the host sets to 0 (``{z}``, `ArgField` kind "zero"):
 # no compiler can know it (NVIDIA's saw through ``num_workgroups.x >> 31``, which is 0 wherever
@@ -243,7 +247,8 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
         source = "\n\n".join(parts) + "\n"
         subgroups = self.plane_state and self.P > 1 and self.d.plane_mode == "shuffle"
         return WgslRendered(self.entry, source, self.bindings, self.fields, self.args_size, self.args_binding,
-                            self.error_binding, self.sites, self.units, self.P, self.shared_bytes, subgroups)
+                            self.error_binding, self.sites, self.units, self.P, self.shared_bytes, subgroups,
+                            self.k.name)
 
 
 __all__ = ["ArgField", "BufferBinding", "WgslRendered", "render"]

@@ -7,7 +7,8 @@
 # first:       what was built without a GPU since the last run (docs/device-runs.md, the eleventh
 #              session): the four ptxas seeds replayed, the reproducers, the tests of the CUDA
 #              workarounds, the trace index and the profile, the probe's parts, a fresh process's
-#              cold and warm start (about 5 minutes)
+#              cold and warm start, small read-only arrays passed by value (the twelfth session:
+#              their tests and fir_isolation.py) (about 6 minutes)
 # fuzz:        the differential fuzzer against cuda (FUZZ_KERNELS kernels, 20000 by default, or
 #              FUZZ_MINUTES), started in the background so the test stages run beside it; the
 #              script waits for it at the end
@@ -47,7 +48,9 @@ for stage in $stages; do
         timeout 120 python3 -m tests.fuzz.ptxas_repros 2>&1 | tee "$out/ptxas_repros.log" | tail -8
         CUBEPY_TEST_DEVICES=cuda,opencl timeout 300 python3 -m pytest -p no:cacheprovider -q -rfs \
             --junitxml "$out/first.xml" tests/gpu/test_cuda_source_semantics.py tests/runtime/test_profile.py \
-            tests/runtime/test_trace_index.py tests/backends/test_contract.py 2>&1 | tee "$out/first.log" | tail -6
+            tests/runtime/test_trace_index.py tests/backends/test_contract.py tests/runtime/test_inline_arrays.py \
+            2>&1 | tee "$out/first.log" | tail -6
+        timeout 120 python3 benchmarks/gpu/fir_isolation.py 2>&1 | tee "$out/fir_isolation.log"
         timeout 60 python3 benchmarks/gpu/probe_profile.py 2>&1 | tee "$out/probe_profile.log" | tail -20
         timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --out "$out/cold_start.json" \
             2>&1 | tee "$out/cold_start.log" | tail -40 ;;

@@ -22,12 +22,14 @@ class ParamSpec:
     mutable: bool = False
     value: Any = None          # the comptime value
     strategy: Any = None       # a Partitioning, for regions
+    inline: int = 0            # a small read-only host array passed by value: room for this many
+                               # elements (cubepy.runtime.inline_arrays); 0: passed by address
 
     def key(self) -> tuple:
         strategy = self.strategy.key() if self.strategy is not None else None
         value = (type(self.value).__name__, self.value) if self.kind == "comptime" else None
         return (self.name, self.kind, self.dtype.name if self.dtype else None, self.width, self.ndim,
-                self.mutable, value, strategy)
+                self.mutable, value, strategy, self.inline)
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,9 @@ class KernelSpec:
     prints: bool = True                # print(...) records lines (CUBEPY_PRINT=0 compiles them out)
     checks_per_run: bool = False       # test checked loads once per run of code (cubepy.ir.run_checks)
     units_bound: int | None = None     # shape-generic: the most units per cube it launches with
+    inline_array_bytes: int = 0        # launch-parameter bytes its inline arrays may take together
 
     def key(self) -> tuple:
         return (tuple(p.key() for p in self.params), self.cube_dim, self.plane_dim, self.checked, self.fastmath,
-                self.checks_per_cube, self.guards_per_cube, self.prints, self.checks_per_run, self.units_bound)
+                self.checks_per_cube, self.guards_per_cube, self.prints, self.checks_per_run, self.units_bound,
+                self.inline_array_bytes)

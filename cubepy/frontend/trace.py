@@ -206,7 +206,8 @@ class Tracer(CodeGen):
             # param_index is the position among the runtime parameters (Comptime ones are baked in)
             position = len(self.kernel.params)
             if p.kind in ("array", "region"):
-                buf = Buffer(p.name, "global", Type(p.dtype, p.width), p.ndim, p.mutable, None, position)
+                buf = Buffer(p.name, "global", Type(p.dtype, p.width), p.ndim, p.mutable, None, position,
+                             inline=p.inline)
                 self.kernel.params.append(buf)
                 shape = tuple(self.entry_cached(f"shape:{p.name}:{d}", lambda d=d, buf=buf: self.builder.op(
                     "shape", (buf,), Type(INDEX), dim=d)) for d in range(p.ndim))
@@ -294,4 +295,5 @@ def trace_kernel(fn, spec: KernelSpec, name: str | None = None) -> Kernel:
     else:  # pragma: no cover - widening is monotone, so this needs absurd code
         raise CubeTypeError("variable types did not settle after widening", name, None)
     return PIPELINE.run(kernel, Options(checks_per_cube=spec.checks_per_cube, guards_per_cube=spec.guards_per_cube,
-                                        checks_per_run=spec.checks_per_run))
+                                        checks_per_run=spec.checks_per_run,
+                                        inline_array_bytes=spec.inline_array_bytes))

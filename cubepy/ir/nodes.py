@@ -110,6 +110,9 @@ class Buffer:
     mutable: bool = False
     shape: tuple[int, ...] | None = None
     param_index: int | None = None     # position among the kernel's runtime parameters
+    # a read-only global array passed by value in the launch's parameters, with room for this many
+    # elements (read from the constant bank on CUDA: cubepy.ir.inline_arrays); 0: by address
+    inline: int = 0
     id: int = field(default_factory=lambda: next(_ids))
 
     @property

@@ -25,6 +25,7 @@ from typing import Any
 
 from .bounds import prove_in_bounds
 from .cube_checks import check_per_cube
+from .inline_arrays import place_inline_arrays
 from .nodes import Kernel
 from .passes import eliminate_dead_code, lower_bounds_checks
 from .run_checks import check_per_run
@@ -41,6 +42,7 @@ class Options:
     checks_per_cube: bool = False      # test affine indices once per cube (`cube_checks`)
     guards_per_cube: bool = False      # and decide there the guards every unit of a cube passes
     checks_per_run: bool = False       # test the checked loads of a run of code once before it (`run_checks`)
+    inline_array_bytes: int = 0        # parameter bytes the arrays passed by value may take (`inline_arrays`)
 
 
 def _always(kernel: Kernel, options: Options) -> bool:
@@ -128,6 +130,10 @@ PIPELINE = Pipeline([
           when=lambda k, o: o.checks_per_run and k.checked),
     Stage("lower_bounds_checks", lambda k, o: lower_bounds_checks(k), "transform"),
     Stage("eliminate_dead_code", lambda k, o: eliminate_dead_code(k), "transform"),
+    # small read-only arrays the runtime offered to pass by value keep it where read at
+    # plane-uniform indices, within the budget (cubepy.ir.inline_arrays)
+    Stage("place_inline_arrays", lambda k, o: place_inline_arrays(k, o.inline_array_bytes), "transform",
+          when=lambda k, o: o.inline_array_bytes > 0),
     Stage("verify_lowered", lambda k, o: verify(k), "check"),
     # the uniformity level of every value of the final IR (cubepy.ir.uniformity): the CPU backend
     # runs cube-uniform values and branches once per cube

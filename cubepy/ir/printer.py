@@ -37,7 +37,8 @@ def print_kernel(kernel: Kernel) -> str:
     for p in kernel.params:
         if isinstance(p, Buffer):
             mut = "mut " if p.mutable else ""
-            params.append(f"{p!r}: {mut}array{p.ndim}d<{p.type}>")
+            by_value = f" by value[{p.inline}]" if p.inline else ""
+            params.append(f"{p!r}: {mut}array{p.ndim}d<{p.type}>{by_value}")
         elif isinstance(p, ScalarParam):
             params.append(f"{p.name}: {p.type}")
     out = [f"kernel {kernel.name}({', '.join(params)})"

@@ -20,6 +20,7 @@ from ..ir.types import ARRAY_MAX, DType, dtype_from_numpy
 from ..lang.region import Partitioning
 from ..lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
 from .device_arrays import QUICK_FACTS, DeviceArray, NotContiguous, describer, host_view
+from .inline_arrays import eligible, inline_capacity, place_inline, quick_bucket
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,9 @@ class BoundArgs:
     values: list          # host values, aligned with specs (None for comptime)
 
 
-def bind_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) -> BoundArgs:
-    """Check each argument against its parameter and build the specialization's ParamSpecs."""
+def bind_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str, inline_bytes: int = 0) -> BoundArgs:
+    """Check each argument against its parameter and build the specialization's ParamSpecs
+    (small read-only host arrays by value where the device allows ``inline_bytes``)."""
     values = match_arguments(sig, args, kwargs, kernel_name)
     specs, host = [], []
     for name, ann, value in zip(sig.names, sig.annotations, values):
@@ -104,7 +106,7 @@ def bind_arguments(sig: Signature, args: tuple, kwargs: dict, kernel_name: str) 
                 specs.append(ParamSpec(name, "array", dtype_from_numpy(array.dtype), width, ndim, mutable))
             host.append(array)
     _check_aliasing(kernel_name, sig.names, specs, host)
-    return BoundArgs(tuple(specs), host)
+    return BoundArgs(place_inline(tuple(specs), host, inline_bytes), host)
 
 
 # Parameter kinds bound as arrays (a scalar_ref is a one-element array in device memory).
@@ -144,7 +146,7 @@ def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
             key.append((cls, a))
         elif cls is np.ndarray:
             flags = a.flags
-            key.append((a.dtype, a.ndim, flags.writeable, flags.c_contiguous))
+            key.append((a.dtype, a.ndim, flags.writeable, flags.c_contiguous, quick_bucket(a)))
         elif cls is LinesArg:
             arr = a.array
             inner = arr.__class__
@@ -166,14 +168,18 @@ def quick_key(comptime: tuple[bool, ...], args: tuple) -> tuple | None:
 
 
 def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, example: list,
-                check_device: Callable[[str, DeviceArray], None] | None = None):
+                check_device: Callable[[str, DeviceArray], None] | None = None, inline_bytes: int = 0):
     """A function binding arguments of the same kinds as ``example``, which passed
     `bind_arguments`: it returns None when an argument's kind differs (class, dtype, rank, flags,
-    Line width, Comptime value: what `quick_key` looks at), and otherwise re-checks only what
-    depends on values (sizes, ranges, aliasing) and returns the host values."""
+    Line width, Comptime value, the capacity of an array passed by value: what `quick_key` looks
+    at), and otherwise re-checks only what depends on values (sizes, ranges, aliasing) and
+    returns the host values."""
     steps, guards = [], []
     for spec, value in zip(specs, example):
-        guards.append(_kind_guard(spec, value))
+        guard = _kind_guard(spec, value)
+        if inline_bytes and eligible(spec, value):
+            guard = _capacity_guard(guard, spec.inline, inline_bytes)
+        guards.append(guard)
         if spec.kind == "comptime":
             steps.append(None)
         elif spec.kind == "scalar":
@@ -234,6 +240,11 @@ def _kind_guard(spec: ParamSpec, example):
     if not width:
         return array_guard
     return lambda v: v.__class__ is LinesArg and v.width == width and array_guard(v.array)
+
+
+def _capacity_guard(guard, capacity: int, limit: int):
+    """``guard``, and the array passes by value with ``capacity`` (0: it does not)."""
+    return lambda a: guard(a) and inline_capacity(a, limit) == capacity
 
 
 def _array_step(kernel_name: str, name: str, example, mutable: bool,

@@ -236,7 +236,8 @@ class DirectLauncher:
     enqueuing nothing, if a value does not fit its slot (the launch then takes the full path).
     Each slot is ``("pointer", param, alignment)`` (a device address), ``("extent", param, axis)``
     (an int: the extent of that axis of the array as the kernel sees it, so a Line array's last
-    axis counts Lines) or ``("scalar", param)``; ``param`` indexes ``kernel.params``.
+    axis counts Lines), ``("scalar", param)`` or ``("inline", param, nbytes)`` (the bytes of a host
+    array the kernel takes by value, at most ``nbytes``); ``param`` indexes ``kernel.params``.
     """
 
     slots: tuple[tuple, ...]

@@ -240,7 +240,7 @@ class CompiledKernel:
 
     def _refuse(self, args: tuple) -> None:
         """Raise why ``args`` do not fit: the full check's own error, else which kind differs."""
-        bound = bind_arguments(self.signature, args, {}, self.kernel_name)
+        bound = bind_arguments(self.signature, args, {}, self.kernel_name, self.device.properties.inline_array_bytes)
         for spec, want in zip(bound.specs, self.parameters):
             if spec.key() != want.key():
                 raise ArgumentTypeError(
@@ -289,4 +289,5 @@ def _describe_param(p: ParamSpec) -> str:
         text = f"Line[{p.dtype}, {p.width}][{p.ndim}-d]"
     mut = "Mut " if p.mutable and p.kind == "array" else ""
     kind = "Region " if p.kind == "region" else ""
-    return f"{p.name}: {mut}{kind}{text}"
+    by_value = f" by value (at most {p.inline} elements)" if p.inline else ""
+    return f"{p.name}: {mut}{kind}{text}{by_value}"

@@ -33,7 +33,8 @@ MIN_ALLOCATION = 16          # bytes: an empty array still gets a valid address
 @dataclass(frozen=True, slots=True)
 class BoundArray:
     """A launch's array argument in device memory: the backend's ``buffer`` and the ``shape`` the
-    launch passed (a Line array with its trailing axis of width w)."""
+    launch passed (a Line array with its trailing axis of width w). For an array the kernel takes
+    by value (``Buffer.inline``), ``buffer`` is the C-contiguous host array itself."""
 
     buffer: Any
     shape: tuple[int, ...]
@@ -141,6 +142,8 @@ class DeviceBackend(Backend):
                         bound.append(value)
                     elif value.__class__ is DeviceArray:
                         bound.append(BoundArray(self.device_buffer(value, properties), value.shape))
+                    elif isinstance(value, np.ndarray) and param.inline:
+                        bound.append(BoundArray(value, value.shape))      # by value: nothing to copy
                     elif isinstance(value, np.ndarray):
                         bound.append(BoundArray(self._stage(kernel, param, value, properties, staged, copy_back),
                                                 value.shape))

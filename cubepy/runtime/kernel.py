@@ -257,14 +257,15 @@ class KernelFunction:
             return compiled, values, True
         check_limits(name, dev, (1, 1, 1), dim_t)
         example = match_arguments(signature, args, dict(kwargs), name)
-        bound = bind_arguments(signature, tuple(example), {}, name)
+        inline_bytes = dev.properties.inline_array_bytes
+        bound = bind_arguments(signature, tuple(example), {}, name, inline_bytes)
         _check_device_arrays(name, dev, signature.names, bound.values)
         if checked is None:
             checked = self.checked if self.checked is not None else settings.checked_default()
         ir, executable = self._specialize(bound.specs, dim_t, dev, checked)
         options = {"races": races or bool(dev.options.get("races"))}
         binder = make_binder(signature, bound.specs, name, example,
-                             lambda param, array: check_device_array(name, param, array, dev))
+                             lambda param, array: check_device_array(name, param, array, dev), inline_bytes)
         compiled = CompiledKernel(name, dev, bound.specs, dim_t, checked, self.fastmath, ir, executable, options,
                                   binder, _classes(example), signature)
         if quick is not None:
@@ -294,17 +295,22 @@ class KernelFunction:
     def _specialize(self, params, dim, dev: Device, checked: bool):
         spec = KernelSpec(params, dim, dev.properties.plane_dim, checked, self.fastmath,
                           dev.properties.checks_per_cube, dev.properties.guards_per_cube, settings.kernel_prints(),
-                          checks_per_run=dev.properties.checks_per_run)
+                          checks_per_run=dev.properties.checks_per_run,
+                          inline_array_bytes=dev.properties.inline_array_bytes)
         key = (dev.key(), spec.key())
         hit = self._cache.get(key)
         if hit is None:
             began = time.perf_counter()
             found = trace_index.restore(self, dev, spec)
             if found is not None:         # traced and compiled in an earlier process, and still so
-                kernel, executable, reads = found
+                kernel, executable, reads, shared = found
                 self._reads.merge_snapshot(reads)
                 hit = self._cache[key] = (kernel, executable)
-                self._count_compile(executable, dev, params, kernel.shape_generic, began, restored=True)
+                if shared:                # restored before for another specialization: its CubeDim's
+                    if kernel.shape_generic:  # shape-generic kernel, or the same one on an equal device
+                        TOTALS["shared_shapes"] += 1
+                else:
+                    self._count_compile(executable, dev, params, kernel.shape_generic, began, restored=True)
                 return hit
             function_source(self.fn)
             compiled = tracing = False
@@ -374,7 +380,8 @@ class KernelFunction:
 def _kind_text(p) -> str:
     if p.kind == "comptime":
         return repr(p.value)
-    return f"{p.kind} {p.dtype}" + (f"x{p.width}" if p.width > 1 else "") + (f" {p.ndim}-d" if p.ndim > 1 else "")
+    return (f"{p.kind} {p.dtype}" + (f"x{p.width}" if p.width > 1 else "") + (f" {p.ndim}-d" if p.ndim > 1 else "")
+            + (f" by value[{p.inline}]" if p.inline else ""))
 
 
 def _dump_ir(folder, kernel: Kernel) -> None:

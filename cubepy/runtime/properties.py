@@ -38,10 +38,13 @@ class DeviceProperties:
     # holds them (cubepy.ir.run_checks): CUDA, HIP and the CPU, for the same reasons as
     # checks_per_cube
     checks_per_run: bool = False
+    # launch-parameter bytes a kernel may give to small read-only host arrays passed by value
+    # (cubepy.runtime.inline_arrays): CUDA, where they are read from the constant bank; 0: none
+    inline_array_bytes: int = 0
 
     def __hash__(self) -> int:
         # Backends look their devices up by properties on every launch and event: hash what tells
-        # devices apart (equal properties have equal names), not all thirteen fields
+        # devices apart (equal properties have equal names), not all fourteen fields
         return hash((self.name, self.backend))
 
     def supports(self, feature: str) -> bool:

@@ -43,8 +43,14 @@ CACHE = DiskCache("traces", ".pkl")
 FORMAT = "1"
 
 
-def restore(kernel_fn: Any, dev: Any, spec: Any) -> tuple[Kernel, Any, dict] | None:
-    """``(kernel IR, executable, reads)`` of an indexed specialization that still holds, or None."""
+# executables restored in this process, by device and snapshot: the CubeDims that share one
+# shape-generic kernel each have an entry, and restore that kernel once between them
+_RESTORED: dict[tuple, tuple[Kernel, Any]] = {}
+
+
+def restore(kernel_fn: Any, dev: Any, spec: Any) -> tuple[Kernel, Any, dict, bool] | None:
+    """``(kernel IR, executable, reads, shared)`` of an indexed specialization that still holds, or
+    None; ``shared``: the executable was restored for another specialization of this process."""
     key = _key(kernel_fn, dev, spec)
     if key is None:
         return None
@@ -55,13 +61,18 @@ def restore(kernel_fn: Any, dev: Any, spec: Any) -> tuple[Kernel, Any, dict] | N
         reads, kernel, snapshot = pickle.loads(payload)
         if not Dependencies.hold(reads, kernel_fn.fn):
             return None
+        same = (dev.properties, hashlib.sha256(snapshot).digest(), kernel.cube_dim)
+        found = _RESTORED.get(same)
+        if found is not None:
+            return found[0], found[1], reads, True
         executable = dev.backend.restore(kernel, dev.properties, snapshot)
     except Exception as e:             # an entry of another cubepy, or one that does not load
         logger.debug("trace index entry of '%s' not used (%s: %s)", kernel_fn.__name__, type(e).__name__, e)
         return None
     if executable is None:
         return None
-    return kernel, executable, reads
+    _RESTORED[same] = (kernel, executable)
+    return kernel, executable, reads, False
 
 
 def store(kernel_fn: Any, dev: Any, spec: Any, reads: Dependencies, kernel: Kernel, executable: Any) -> None:

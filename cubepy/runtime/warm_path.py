@@ -24,6 +24,7 @@ import numpy as np
 from ..ir.types import ARRAY_MAX
 from ..lang.types import LinesArg
 from .device_arrays import RAW_READERS
+from .inline_arrays import inline_capacity
 
 if TYPE_CHECKING:
     from .compiled import CompiledKernel
@@ -61,7 +62,8 @@ def direct_warm_path(compiled: CompiledKernel, count: tuple, dim: tuple) -> Warm
                                        dim, compiled.options)
     if launcher is None:
         return None
-    writer = _Writer(backend, compiled.parameters, compiled.classes, compiled.device.index)
+    writer = _Writer(backend, compiled.parameters, compiled.classes, compiled.device.index,
+                     compiled.device.properties.inline_array_bytes)
     if not writer.arguments():
         return None
     exprs = [writer.slot(compiled.order[slot[1]], slot) for slot in launcher.slots]
@@ -74,9 +76,11 @@ def direct_warm_path(compiled: CompiledKernel, count: tuple, dim: tuple) -> Warm
 class _Writer:
     """Writes the source of one direct warm path: ``warm(args) -> bool``."""
 
-    def __init__(self, backend, specs: tuple, classes: tuple, device_index: int | None):
+    def __init__(self, backend, specs: tuple, classes: tuple, device_index: int | None, inline_bytes: int = 0):
         self.platforms = backend.device_array_platforms
         self.specs, self.classes, self.device_index = specs, classes, device_index
+        self.inline_bytes = inline_bytes
+        self.by_value: set[int] = set()      # arguments given as host arrays the kernel may take by value
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {}
 
@@ -107,6 +111,8 @@ class _Writer:
                 self._fail_if(f"a{i}.__class__ is not {klass}")
             elif spec.kind == "scalar_ref":     # its one-element check lives in the binder
                 return False
+            elif spec.inline and cls is np.ndarray:
+                self._by_value(i, spec)
             else:
                 if not self._array(i, spec, cls, inner):
                     return False
@@ -147,6 +153,18 @@ class _Writer:
             self._fail_if(f"s{i}[{spec.ndim - 1}] % {width}")
         return True
 
+    def _by_value(self, i: int, spec) -> None:
+        """A host array the specialization passes by value: a NumPy array of its dtype, rank and
+        capacity (`cubepy.runtime.inline_arrays`), read-only, so never aliased."""
+        a = f"a{i}"
+        self._fail_if(f"{a}.__class__ is not {self.constant(np.ndarray, 'K')}")
+        self.line(f"s{i} = {a}.shape")
+        dtype = self.constant(np.dtype(spec.dtype.numpy_name), "D")
+        capacity = self.constant(inline_capacity, "C")
+        self._fail_if(f"{a}.dtype != {dtype} or len(s{i}) != {spec.ndim} or not {a}.flags.c_contiguous or "
+                      f"{capacity}({a}, {self.inline_bytes}) != {spec.inline}")
+        self.by_value.add(i)
+
     def _width(self, i: int) -> int:
         return self.specs[i].width if self.classes[i][0] is LinesArg else 1
 
@@ -161,6 +179,10 @@ class _Writer:
     def slot(self, i: int, slot: tuple) -> str | None:
         """The expression of one backend slot for argument ``i``; None if it has none."""
         kind, spec = slot[0], self.specs[i]
+        if kind == "inline":
+            return f"a{i}.tobytes()" if i in self.by_value else None
+        if i in self.by_value and kind != "extent":    # the kernel takes it by address after all
+            return None
         if kind == "pointer":
             if slot[2] > 1:
                 self._fail_if(f"p{i} % {slot[2]}")

@@ -356,6 +356,29 @@ def test_an_out_of_bounds_read_raises_after_the_in_bounds_accesses_and_is_cleare
     dev.synchronize()
 
 
+def _named(name: str):
+    """A kernel whose Python name is ``name`` (a keyword of some kernel language)."""
+    def body(x: Array[f32], y: Mut[Array[f32]]):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            y[i] = x[i + 1] * 2.0
+    body.__name__ = body.__qualname__ = name
+    return cb.kernel(body)
+
+
+@pytest.mark.parametrize("name", ["double", "int", "kernel", "loop", "cb_oob1"])
+def test_a_kernel_named_like_a_keyword_runs_and_its_errors_name_it(dev, rng, name):
+    k = _named(name)
+    x = rng.random(64, dtype=np.float32)
+    y = poisoned(63, np.float32)
+    k.launch(1, 63, x, y, device=dev)
+    dev.synchronize()
+    np.testing.assert_array_equal(y, x[1:] * 2)
+    with pytest.raises(cb.OutOfBoundsError, match=f"in kernel '{name}': index \\(64,\\)"):
+        k.launch(1, 64, x, poisoned(64, np.float32), device=dev)
+        dev.synchronize()
+
+
 def test_an_unchecked_launch_makes_no_checks(dev, rng):
     x = rng.random(64, dtype=np.float32)
     y = poisoned(64, np.float32)

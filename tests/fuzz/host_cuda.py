@@ -43,6 +43,7 @@ static dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __device__
 #define __forceinline__ inline
 #define __noinline__
+#define __grid_constant__
 #define __launch_bounds__(n)
 #define __restrict__ __restrict
 #define __align__(n) alignas(n)
@@ -76,9 +77,12 @@ def compiler() -> str | None:
 
 
 def cuda_ir(kernel, program, args):
-    """The kernel's IR as the cuda backend traces it (plane size 32, checks per cube and per run),
-    made without a GPU."""
-    device = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_run=True)
+    """The kernel's IR as the cuda backend traces it (plane size 32, checks per cube and per run,
+    small read-only arrays by value), made without a GPU."""
+    from cubepy.backends.cuda import INLINE_ARRAY_BYTES
+
+    device = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_run=True,
+                       inline_array_bytes=INLINE_ARRAY_BYTES)
     return kernel.compile(*args, dim=program.cube_dim, device=device, checked=True).ir_module
 
 
@@ -148,6 +152,8 @@ extern "C" void cb_host_launch({params}, int gx, int gy, int gz, int bx, int by,
                 values.append(ctypes.c_int(len(arg)))
             elif slot.kind == "scalar":
                 values.append(np.ctypeslib.as_ctypes_type(np.dtype(slot.numpy))(arg))
+            elif slot.kind == "inline":
+                values.append(_by_value(array, slot.nbytes))
             else:
                 values.append(ctypes.c_void_p(record.ctypes.data))
         values += [ctypes.c_int(v) for v in (*program.cube_count, *program.cube_dim)]
@@ -162,6 +168,15 @@ extern "C" void cb_host_launch({params}, int gx, int gy, int gz, int bx, int by,
         with open(log) as f:
             undefined = [line.strip() for line in f if "runtime error" in line]
     return HostRun(compare(program, reference, Run(outputs(program, args))), undefined)
+
+
+def _by_value(array: np.ndarray, nbytes: int) -> ctypes.Structure:
+    """An array passed by value: a struct of one element array of ``nbytes``, as the kernel declares it."""
+    element = {4: ctypes.c_float, 8: ctypes.c_double}.get(array.itemsize) if array.dtype.kind == "f" else None
+    element = element or {1: ctypes.c_uint8, 2: ctypes.c_uint16, 4: ctypes.c_uint32, 8: ctypes.c_uint64}[array.itemsize]
+    struct = type("ByValue", (ctypes.Structure,), {"_fields_": [("v", element * (nbytes // array.itemsize))]})()
+    ctypes.memmove(ctypes.addressof(struct), array.ctypes.data, array.nbytes)
+    return struct
 
 
 def _ubsan_runtime_dir(clang: str) -> str:

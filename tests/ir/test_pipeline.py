@@ -28,7 +28,8 @@ def _kernel():
 
 def test_the_stages_run_in_this_order():
     assert PIPELINE.names() == ("verify", "check_uniformity", "prove_in_bounds", "check_per_cube",
-                                "check_per_run", "lower_bounds_checks", "eliminate_dead_code", "verify_lowered",
+                                "check_per_run", "lower_bounds_checks", "eliminate_dead_code", "place_inline_arrays",
+                                "verify_lowered",
                                 "uniformity")
 
 

@@ -210,3 +210,46 @@ def test_a_list_changed_between_two_traces_is_seen_as_a_change():
     again.read((), "T", same)
     again.read((), "T", same)
     assert again.reusable
+
+
+SHAPES_PROGRAM = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import cubepy as cb
+    from cubepy import Array, Mut, f32
+
+
+    @cb.kernel
+    def double(x: Array[f32], y: Mut[Array[f32]]):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            y[i] = x[i] * 2.0
+
+
+    x = np.arange(1000, dtype=np.float32)
+    device = cb.device(sys.argv[1], shape_generic=True)      # PoCL's shape-generic code is opt-in
+    for dim in (64, 128, 256, 512):
+        y = np.full(1000, np.nan, np.float32)
+        double[-(-1000 // dim), dim](x, y, device=device)
+        assert (y == 2 * x).all(), dim
+    print(json.dumps(cb.compile_stats()))
+''')
+
+
+@pytest.mark.parametrize("device", [n for n in ("cuda", "opencl") if n in AVAILABLE])
+def test_cube_shapes_sharing_shape_generic_code_restore_it_once(device, tmp_path):
+    """Each CubeDim has an index entry holding the same shape-generic kernel: a later process
+    restores the kernel once and shares it, as the process that compiled it did."""
+    script = tmp_path / "shapes.py"
+    script.write_text(SHAPES_PROGRAM)
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script), device], capture_output=True, text=True, timeout=300,
+                              env=subprocess_env(CUBEPY_CACHE_DIR=str(tmp_path / "cache")))
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    first, again = runs
+    built = first["compiles"] + first["disk_loads"]
+    assert built < 4 and first["shared_shapes"] == 4 - built
+    assert again["restored"] == built and again["shared_shapes"] == first["shared_shapes"]
+    assert again["traces"] == 0

@@ -55,7 +55,10 @@ class Fir(App):
         a["out"][:] = s
 
     def plain(self, problem, a, device, checked):
-        args = (a["out"], a["in"], a["coeff"])
+        # the taps as the host array they are set up as: a GPU backend passes a small read-only
+        # host array by value, in the launch's parameters (CUDA: the constant bank, as Base_CUDA's
+        # __constant__ taps), where a device copy would be read from global memory
+        args = (a["out"], a["in"], problem.arrays["coeff"])
         return Rep([Launch(fir, cubes(problem.size, 256), 256, args)], device, checked)
 
     def tuned(self, problem, a, device, checked):

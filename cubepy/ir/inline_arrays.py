@@ -1,0 +1,78 @@
+"""Which arrays the specialization offered to pass by value keep that placement.
+
+The runtime gives a small read-only host array a capacity in the specialization
+(`cubepy.runtime.inline_arrays`); a backend then passes it in the launch's parameters, where CUDA
+reads it from the constant bank. The constant cache serves one address per request: units of a
+plane reading different elements wait for each other, so an array read at an index that differs
+between the units that run a load together (a lookup table indexed by data) is better read from
+global memory. This pass keeps the placement of an array only if every load of it has such
+indices, and only while the kept arrays fit the kernel's budget of parameter bytes (in parameter
+order); the others are passed by address again (``Buffer.inline = 0``), which the launch follows.
+
+"The same on the units that run a load together" is weaker than the uniformity analysis's
+plane-uniform: the counter of a ``for`` loop with uniform start and step is the same on every unit
+running an iteration, even where some units of the plane skipped the loop (the usual ``if i <
+n:`` guard around a filter's tap loop), although it is not plane-uniform there.
+"""
+
+from __future__ import annotations
+
+from .nodes import Buffer, Kernel, Op, Value, Var, walk
+from .opcodes import PURE
+from .uniformity import PLANE, analyze_uniformity
+
+
+def place_inline_arrays(kernel: Kernel, budget: int) -> None:
+    """Keep ``Buffer.inline`` of the arrays read at indices shared by co-running units, within
+    ``budget`` bytes."""
+    offered = [p for p in kernel.params if isinstance(p, Buffer) and p.inline]
+    if not offered:
+        return
+    shared = _SharedIndices(kernel)
+    varying = {op.args[0].id for op in walk(kernel.body)
+               if op.opcode == "load" and op.args[0].__class__ is Buffer and op.args[0].inline
+               and not all(shared.holds(i) for i in op.args[1:])}
+    left = budget
+    for p in offered:
+        nbytes = p.inline * p.type.dtype.itemsize
+        if p.id in varying or nbytes > left:
+            p.inline = 0
+        else:
+            left -= nbytes
+
+
+class _SharedIndices:
+    """Whether a value is the same on all units that run an op using it together."""
+
+    def __init__(self, kernel: Kernel):
+        self.levels = analyze_uniformity(kernel)
+        self.defs: dict[int, Op] = {}
+        self.counters: dict[int, Op] = {}        # a for loop's counter Var id -> the loop
+        stored: set[int] = set()
+        for op in walk(kernel.body):
+            if op.result is not None:
+                self.defs[op.result.id] = op
+            if op.opcode == "for":
+                self.counters[op.attrs["var"].id] = op
+            elif op.opcode == "store_var":
+                stored.add(op.args[0].id)
+        for var_id in stored:                    # a counter the body also assigns is no counter
+            self.counters.pop(var_id, None)
+        self.memo: dict[int, bool] = {}
+
+    def holds(self, value) -> bool:
+        if not isinstance(value, Value) or self.levels.get(value.id, 0) <= PLANE:
+            return True
+        found = self.memo.get(value.id)
+        if found is None:
+            self.memo[value.id] = False           # a cycle through Vars is not shared
+            found = self.memo[value.id] = self._holds(self.defs.get(value.id))
+        return found
+
+    def _holds(self, op: Op | None) -> bool:
+        if op is None:
+            return False
+        if op.opcode == "load_var":
+            loop = self.counters.get(op.args[0].id) if isinstance(op.args[0], Var) else None
+            return loop is not None and self.holds(loop.args[0]) and self.holds(loop.args[2])
+        return op.opcode in PURE and all(self.holds(a) for a in op.args)
