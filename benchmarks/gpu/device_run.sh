@@ -2,13 +2,13 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [first] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [codesize]
+#   bash benchmarks/gpu/device_run.sh [first] [fir] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [codesize]
 #
 # first:       what was built without a GPU since the last run (docs/device-runs.md, the eleventh
 #              session): the four ptxas seeds replayed, the reproducers, the tests of the CUDA
 #              workarounds, the trace index and the profile, the probe's parts, a fresh process's
-#              cold and warm start, small read-only arrays passed by value (the twelfth session:
-#              their tests and fir_isolation.py) (about 6 minutes)
+#              cold and warm start, the tests of small read-only arrays passed by value (about 6 minutes)
+# fir:         FIR with its taps by value: fir_isolation.py and the suite's FIR (about 2 minutes)
 # fuzz:        the differential fuzzer against cuda (FUZZ_KERNELS kernels, 20000 by default, or
 #              FUZZ_MINUTES), started in the background so the test stages run beside it; the
 #              script waits for it at the end
@@ -50,7 +50,6 @@ for stage in $stages; do
             --junitxml "$out/first.xml" tests/gpu/test_cuda_source_semantics.py tests/runtime/test_profile.py \
             tests/runtime/test_trace_index.py tests/backends/test_contract.py tests/runtime/test_inline_arrays.py \
             2>&1 | tee "$out/first.log" | tail -6
-        timeout 120 python3 benchmarks/gpu/fir_isolation.py 2>&1 | tee "$out/fir_isolation.log"
         timeout 60 python3 benchmarks/gpu/probe_profile.py 2>&1 | tee "$out/probe_profile.log" | tail -20
         timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --out "$out/cold_start.json" \
             2>&1 | tee "$out/cold_start.log" | tail -40 ;;
@@ -64,6 +63,10 @@ for stage in $stages; do
             --kernels ${FUZZ_KERNELS:-20000} --minutes ${FUZZ_MINUTES:-8} --seed ${FUZZ_SEED:-5000000} --no-shrink \
             >"$out/fuzz.log" 2>&1 &
         fuzz_pid=$! ;;
+    fir)
+        timeout 120 python3 benchmarks/gpu/fir_isolation.py 2>&1 | tee "$out/fir_isolation.log"
+        timeout 240 python3 -m benchmarks.rajaperf --kernels FIR --device cuda --sizes default,32x --reps 11 \
+            --progress plain --json "$out/rajaperf_fir.json" 2>&1 | tee "$out/rajaperf_fir.log" | tail -30 ;;
     codesize)
         timeout 120 python3 -m benchmarks.rajaperf.code_size --sass --per-cube 2>&1 | tee "$out/code_size.log" ;;
     conformance)
