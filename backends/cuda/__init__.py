@@ -252,7 +252,11 @@ class CudaBackend(DeviceBackend):
             elif kind == SHAPE:
                 values.append(bound[param].shape[extra])
             elif kind == INLINE:
-                values.append(bound[param].buffer.tobytes())
+                data = bound[param].buffer.tobytes()
+                if len(data) > extra:      # the binder keeps each capacity: a bug if this fires
+                    raise ArgumentValueError(f"argument '{kernel.params[param].name}' has {len(data)} bytes; "
+                                             f"its parameter holds {extra}", kernel.name)
+                values.append(data)
             else:
                 v = bound[param]
                 values.append(v if v.__class__ is extra else extra(v))

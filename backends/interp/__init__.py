@@ -70,6 +70,12 @@ class InterpBackend(Backend):
         plane_dim = kernel.plane_dim or properties.plane_dim
         from .executor import Launch
 
+        for param, value in zip(kernel.params, args):
+            # what a GPU would truncate to its parameter's capacity (a bug of the runtime if so)
+            if getattr(param, "inline", 0) and value.size > param.inline:
+                raise AssertionError(f"kernel {kernel.name}: argument '{param.name}' has {value.size} elements, "
+                                     f"more than the {param.inline} its parameter by value holds")
+
         Launch(kernel, cube_count, cube_dim, list(args), plane_dim, bool((options or {}).get("races"))).run()
 
     def synchronize(self, properties=None) -> None:

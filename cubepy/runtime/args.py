@@ -20,7 +20,7 @@ from ..ir.types import ARRAY_MAX, DType, dtype_from_numpy
 from ..lang.region import Partitioning
 from ..lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
 from .device_arrays import QUICK_FACTS, DeviceArray, NotContiguous, describer, host_view
-from .inline_arrays import eligible, inline_capacity, place_inline, quick_bucket
+from .inline_arrays import by_value_kind, inline_capacity, place_inline, quick_bucket
 
 
 @dataclass(frozen=True)
@@ -176,10 +176,7 @@ def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, 
     returns the host values."""
     steps, guards = [], []
     for spec, value in zip(specs, example):
-        guard = _kind_guard(spec, value)
-        if inline_bytes and eligible(spec, value):
-            guard = _capacity_guard(guard, spec.inline, inline_bytes)
-        guards.append(guard)
+        guards.append(_kind_guard(spec, value))
         if spec.kind == "comptime":
             steps.append(None)
         elif spec.kind == "scalar":
@@ -194,6 +191,9 @@ def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, 
     steps, guards, count = tuple(steps), tuple(guards), len(specs)
     arrays = [i for i, s in enumerate(specs) if s.kind in ARRAY_KINDS]
     pairs = tuple((i, j) for i in arrays if specs[i].mutable for j in arrays if j != i)
+    # the arguments whose capacity by value the specialization holds (0 included: too large, or
+    # given in device memory), checked on the host array the argument binds to
+    capacities = tuple((i, specs[i].inline) for i in arrays if inline_bytes and by_value_kind(specs[i]))
 
     def bind(args: tuple) -> list | None:
         if len(args) != count:
@@ -202,6 +202,10 @@ def make_binder(sig: Signature, specs: tuple[ParamSpec, ...], kernel_name: str, 
             if not guard(value):
                 return None
         host = [None if step is None else step(value) for step, value in zip(steps, args)]
+        for i, capacity in capacities:
+            a = host[i]
+            if a.__class__ is np.ndarray and inline_capacity(a, inline_bytes) != capacity:
+                return None
         for i, j in pairs:
             a, b = host[i], host[j]
             if a.nbytes and b.nbytes and _overlap(a, b):
@@ -240,11 +244,6 @@ def _kind_guard(spec: ParamSpec, example):
     if not width:
         return array_guard
     return lambda v: v.__class__ is LinesArg and v.width == width and array_guard(v.array)
-
-
-def _capacity_guard(guard, capacity: int, limit: int):
-    """``guard``, and the array passes by value with ``capacity`` (0: it does not)."""
-    return lambda a: guard(a) and inline_capacity(a, limit) == capacity
 
 
 def _array_step(kernel_name: str, name: str, example, mutable: bool,

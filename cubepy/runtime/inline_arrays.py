@@ -44,10 +44,15 @@ def quick_bucket(array: np.ndarray) -> int:
     return max(MIN_CAPACITY_BYTES - 1, nbytes - 1).bit_length()
 
 
+def by_value_kind(spec: ParamSpec) -> bool:
+    """Whether a parameter's kind lets its argument travel by value: a read-only, non-Line array."""
+    return spec.kind == "array" and not spec.mutable and spec.width == 1
+
+
 def eligible(spec: ParamSpec, value) -> bool:
-    """Whether a parameter's kind lets its argument travel by value: a read-only, non-Line array
-    given as a NumPy array."""
-    return spec.kind == "array" and not spec.mutable and spec.width == 1 and value.__class__ is np.ndarray
+    """Whether an argument may travel by value: bound to a read-only, non-Line array parameter as
+    a host array (a NumPy array, or the host view of a CPU tensor)."""
+    return by_value_kind(spec) and value.__class__ is np.ndarray
 
 
 def place_inline(specs: tuple[ParamSpec, ...], values: list, limit: int) -> tuple[ParamSpec, ...]:
@@ -58,4 +63,5 @@ def place_inline(specs: tuple[ParamSpec, ...], values: list, limit: int) -> tupl
     return tuple(replace(s, inline=inline_capacity(v, limit)) if eligible(s, v) else s
                  for s, v in zip(specs, values))
 
-__all__ = ["MAX_INLINE_BYTES", "MIN_CAPACITY_BYTES", "eligible", "inline_capacity", "place_inline", "quick_bucket"]
+__all__ = ["MAX_INLINE_BYTES", "MIN_CAPACITY_BYTES", "by_value_kind", "eligible", "inline_capacity", "place_inline",
+           "quick_bucket"]

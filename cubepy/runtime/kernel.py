@@ -249,15 +249,19 @@ class KernelFunction:
         name, signature = self.__name__, self.signature
         quick = None if kwargs else quick_key(signature.comptime, args)
         key = (id(dev), dim_t, checked, races, quick)
+        inline_bytes = dev.properties.inline_array_bytes
         compiled = self._plans.get(key) if quick is not None else None
         if compiled is not None:
             values = compiled.bind(args)
-            if values is None:   # a kind the quick key does not see differs: check everything
-                values = bind_arguments(signature, args, kwargs, name).values
-            return compiled, values, True
+            if values is not None:
+                return compiled, values, True
+            # a kind the quick key does not see differs (the check raises what is wrong), or a
+            # capacity by value of an array type without a size in its quick facts: a new plan
+            bound = bind_arguments(signature, args, kwargs, name, inline_bytes)
+            if tuple(s.key() for s in bound.specs) == tuple(s.key() for s in compiled.parameters):
+                return compiled, bound.values, True
         check_limits(name, dev, (1, 1, 1), dim_t)
         example = match_arguments(signature, args, dict(kwargs), name)
-        inline_bytes = dev.properties.inline_array_bytes
         bound = bind_arguments(signature, tuple(example), {}, name, inline_bytes)
         _check_device_arrays(name, dev, signature.names, bound.values)
         if checked is None:

@@ -120,6 +120,24 @@ def test_lengths_share_a_specialization_within_a_capacity_and_never_exceed_it(de
     assert fir.compile(np.zeros(n), inp[:n + 299], np.zeros(300), dim=128, device=dev).parameters[2].inline == 0
 
 
+def test_a_host_array_type_without_a_size_in_its_plan_key_gets_its_capacity(dev, rng):
+    """CPU tensors bind as host arrays: a longer one through the same launcher is specialized for
+    its capacity (a 300-tap filter never goes through a 16-element parameter)."""
+    torch = pytest.importorskip("torch")
+    n = 200
+    inp = rng.standard_normal(n + 299)
+    launcher = fir[-(-n // 64), 64]
+    for taps in (16, 300, 16, 40):
+        coeff = rng.standard_normal(taps)
+        out = np.full(n, np.nan)
+        launcher(out, torch.from_numpy(inp[:n + taps - 1]), torch.from_numpy(coeff), device=dev)
+        dev.synchronize()
+        np.testing.assert_allclose(out, _fir_reference(inp, coeff, n), rtol=1e-12, atol=1e-12)
+    capacities = {fir.compile(np.zeros(n), torch.from_numpy(inp[:n + t - 1]), torch.zeros(t, dtype=torch.float64),
+                              dim=64, device=dev).parameters[2].inline for t in (16, 300, 40)}
+    assert capacities == {16, 0, 64}
+
+
 def test_an_index_that_varies_between_units_keeps_the_table_in_global_memory(dev, rng):
     n = 500
     codes = rng.integers(0, 64, n).astype(np.int32)
