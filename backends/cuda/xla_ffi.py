@@ -34,9 +34,9 @@ def build_handler(executable, sources: dict[int, tuple[str, int]], ranks: dict[i
                   report: Callable[[int, int, int], int | None],
                   functions: dict[str, int] | None = None) -> NativeHandler | None:
     """The handler launching ``executable`` (arguments as for the CPU backend's handler), or None
-    when a parameter has no native form here (a by-value scalar)."""
+    when a parameter has no native form here (a by-value scalar or array)."""
     rendered = executable.rendered
-    if any(slot.kind == "scalar" for slot in rendered.args):
+    if any(slot.kind in ("scalar", "inline") for slot in rendered.args):
         return None
     fn = functions or driver_functions()
     w = HandlerWriter(report)
