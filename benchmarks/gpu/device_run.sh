@@ -51,7 +51,7 @@ for stage in $stages; do
             tests/runtime/test_trace_index.py tests/backends/test_contract.py tests/runtime/test_inline_arrays.py \
             2>&1 | tee "$out/first.log" | tail -6
         timeout 60 python3 benchmarks/gpu/probe_profile.py 2>&1 | tee "$out/probe_profile.log" | tail -20
-        timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --out "$out/cold_start.json" \
+        timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 3 --out "$out/cold_start.json" \
             2>&1 | tee "$out/cold_start.log" | tail -40 ;;
     fuzz)
         # every core but a few (the tests beside it), the workers spread over every GPU of the host:
