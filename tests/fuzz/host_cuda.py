@@ -148,8 +148,10 @@ extern "C" void cb_host_launch({params}, int gx, int gy, int gz, int bx, int by,
             array = getattr(arg, "array", arg)
             if slot.kind == "buffer":
                 values.append(ctypes.c_void_p(array.ctypes.data))
-            elif slot.kind == "shape":
-                values.append(ctypes.c_int(len(arg)))
+            elif slot.kind == "shape":        # the extent as the kernel sees it: a Line array's last axis counts Lines
+                shape = list(array.shape)
+                shape[-1] //= getattr(arg, "width", 1)
+                values.append(ctypes.c_int(shape[slot.dim]))
             elif slot.kind == "scalar":
                 values.append(np.ctypeslib.as_ctypes_type(np.dtype(slot.numpy))(arg))
             elif slot.kind == "inline":
