@@ -5,7 +5,8 @@
 For the plain port of every app, checked and unchecked: the bounds checks left after the trace-time
 proofs (`cubepy.ir.bounds`), and the PTX nvcc makes for sm_90 (instructions, global loads,
 compares, branches). ``--sass`` also counts SASS instructions with cuobjdump where it exists (the
-GPU machine). The IR is specialized for 32-lane planes on the interpreter, as CUDA specializes it.
+GPU machine). The IR is specialized for 32-lane planes on the interpreter, as CUDA specializes it
+(small read-only host arrays by value included).
 """
 
 from __future__ import annotations
@@ -70,7 +71,10 @@ def main(argv=None) -> None:
     opts = parser.parse_args(argv)
     if shutil.which("nvcc") is None:
         raise SystemExit("nvcc is not on PATH")
-    device = cb.device("interp", plane_dim=32, checks_per_cube=opts.per_cube, checks_per_run=opts.per_cube)
+    from cubepy.backends.cuda import INLINE_ARRAY_BYTES
+
+    device = cb.device("interp", plane_dim=32, checks_per_cube=opts.per_cube, checks_per_run=opts.per_cube,
+                       inline_array_bytes=INLINE_ARRAY_BYTES)
     columns = ["checks", "ptx", "ld.global", "setp", "bra"] + (["sass"] if opts.sass else [])
     print(f"{'kernel':<24}" + "".join(f"{c + ' u/c':>16}" for c in columns))
     with tempfile.TemporaryDirectory() as tmp:

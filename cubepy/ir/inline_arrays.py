@@ -12,7 +12,9 @@ order); the others are passed by address again (``Buffer.inline = 0``), which th
 "The same on the units that run a load together" is weaker than the uniformity analysis's
 plane-uniform: the counter of a ``for`` loop with uniform start and step is the same on every unit
 running an iteration, even where some units of the plane skipped the loop (the usual ``if i <
-n:`` guard around a filter's tap loop), although it is not plane-uniform there.
+n:`` guard around a filter's tap loop), although it is not plane-uniform there; so is a variable
+stored once, with such a value, before the load in the code that encloses it (``j`` of ``for j in
+range(n)``, which the loop stores from its counter).
 """
 
 from __future__ import annotations
@@ -48,17 +50,34 @@ class _SharedIndices:
         self.levels = analyze_uniformity(kernel)
         self.defs: dict[int, Op] = {}
         self.counters: dict[int, Op] = {}        # a for loop's counter Var id -> the loop
-        stored: set[int] = set()
+        self.where: dict[int, tuple] = {}        # op id -> ((block id, position), ...) from the body down
+        stores: dict[int, list[Op]] = {}
+        self._index(kernel.body, ())
         for op in walk(kernel.body):
             if op.result is not None:
                 self.defs[op.result.id] = op
             if op.opcode == "for":
                 self.counters[op.attrs["var"].id] = op
             elif op.opcode == "store_var":
-                stored.add(op.args[0].id)
-        for var_id in stored:                    # a counter the body also assigns is no counter
+                stores.setdefault(op.args[0].id, []).append(op)
+        for var_id in stores:                    # a counter the body also assigns is no counter
             self.counters.pop(var_id, None)
+        self.single_store = {v: ops[0] for v, ops in stores.items() if len(ops) == 1}
         self.memo: dict[int, bool] = {}
+
+    def _index(self, block, path: tuple) -> None:
+        for position, op in enumerate(block.ops):
+            here = path + ((id(block), position),)
+            self.where[id(op)] = here
+            for inner in op.blocks:
+                self._index(inner, here)
+
+    def _before(self, first: Op, then: Op) -> bool:
+        """Whether ``first`` runs before ``then`` on every path to it: it is earlier in a block
+        that encloses ``then``."""
+        a, b = self.where[id(first)], self.where[id(then)]
+        k = len(a) - 1
+        return len(b) > k and b[:k] == a[:k] and b[k][0] == a[k][0] and b[k][1] > a[k][1]
 
     def holds(self, value) -> bool:
         if not isinstance(value, Value) or self.levels.get(value.id, 0) <= PLANE:
@@ -73,6 +92,12 @@ class _SharedIndices:
         if op is None:
             return False
         if op.opcode == "load_var":
-            loop = self.counters.get(op.args[0].id) if isinstance(op.args[0], Var) else None
-            return loop is not None and self.holds(loop.args[0]) and self.holds(loop.args[2])
+            var = op.args[0]
+            if not isinstance(var, Var):
+                return False
+            loop = self.counters.get(var.id)
+            if loop is not None:
+                return self.holds(loop.args[0]) and self.holds(loop.args[2])
+            store = self.single_store.get(var.id)
+            return store is not None and self._before(store, op) and self.holds(store.args[1])
         return op.opcode in PURE and all(self.holds(a) for a in op.args)

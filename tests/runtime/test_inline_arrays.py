@@ -89,14 +89,26 @@ def test_capacity_is_a_power_of_two_of_at_least_64_bytes():
     assert quick_bucket(np.zeros(1 << 20)) == 0
 
 
-def test_filter_taps_travel_by_value_and_give_numpys_answer(dev, rng):
+@cb.kernel
+def chosen_per_unit(out: Mut[Array[f64]], table: Array[f64]):
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        v = 0
+        if i % 3 == 0:
+            v = 1                     # stored on some units only: differs between co-running units
+        w = cb.CUBE_POS % 2           # stored once, before the load, from a uniform value
+        out[i] = table[v] + table[w + 2]
+
+
+@pytest.mark.parametrize("checked", [True, False])
+def test_filter_taps_travel_by_value_and_give_numpys_answer(dev, rng, checked):
     n = 1000
     inp, coeff = rng.standard_normal(n + 15), rng.standard_normal(16)
     out = np.full(n, np.nan)
-    compiled = fir.compile(out, inp, coeff, dim=256, device=dev)
+    compiled = fir.compile(out, inp, coeff, dim=256, device=dev, checked=checked)
     assert "@coeff: array1d<f64> by value[16]" in compiled.ir
     assert "by value" in repr(compiled)
-    fir[-(-n // 256), 256](out, inp, coeff, device=dev)
+    fir[-(-n // 256), 256](out, inp, coeff, device=dev, checked=checked)
     dev.synchronize()
     np.testing.assert_array_equal(out, _fir_reference(inp, coeff, n))
 
@@ -149,6 +161,17 @@ def test_an_index_that_varies_between_units_keeps_the_table_in_global_memory(dev
     lookup[-(-n // 128), 128](out, codes, table, device=dev)
     dev.synchronize()
     np.testing.assert_array_equal(out, table[codes])
+
+
+def test_a_variable_stored_on_some_units_only_keeps_the_table_in_global_memory(dev, rng):
+    n = 300
+    table = rng.standard_normal(4)
+    out = np.full(n, np.nan)
+    assert "by value" not in chosen_per_unit.compile(out, table, dim=64, device=dev).ir
+    chosen_per_unit[-(-n // 64), 64](out, table, device=dev)
+    dev.synchronize()
+    i = np.arange(n)
+    np.testing.assert_array_equal(out, table[(i % 3 == 0).astype(int)] + table[(i // 64) % 2 + 2])
 
 
 def test_arrays_past_the_budget_travel_by_address(dev, rng):
