@@ -132,6 +132,33 @@ def test_lengths_share_a_specialization_within_a_capacity_and_never_exceed_it(de
     assert fir.compile(np.zeros(n), inp[:n + 299], np.zeros(300), dim=128, device=dev).parameters[2].inline == 0
 
 
+@cb.kernel
+def weighted(out: Mut[Array[f64]], x: Array[f64], w: Array):
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        s = 0.0
+        for a in range(w.shape[0]):
+            for b in range(w.shape[1]):
+                s += f64(w[a, b]) * x[i + a * w.shape[1] + b]
+        out[i] = s
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "int8", "uint16", "int64", "bool"])
+def test_a_2d_table_of_every_element_type_by_value(dev, rng, dtype):
+    if dtype == "float16" and not dev.properties.supports("fp16"):
+        pytest.skip("no fp16")
+    n = 333
+    w = (rng.integers(0, 2, (3, 5)) if dtype == "bool" else rng.integers(-9, 10, (3, 5))).astype(dtype)
+    x = rng.standard_normal(n + 15)
+    out = np.full(n, np.nan)
+    capacity = {1: 64, 2: 32, 4: 16, 8: 16}[w.itemsize]        # 15 elements in at least 64 bytes
+    assert weighted.compile(out, x, w, dim=128, device=dev).parameters[2].inline == capacity
+    weighted[-(-n // 128), 128](out, x, w, device=dev)
+    dev.synchronize()
+    flat = w.reshape(-1).astype(np.float64)
+    np.testing.assert_allclose(out, sum(c * x[k:k + n] for k, c in enumerate(flat)), rtol=1e-12, atol=1e-12)
+
+
 def test_a_host_array_type_without_a_size_in_its_plan_key_gets_its_capacity(dev, rng):
     """CPU tensors bind as host arrays: a longer one through the same launcher is specialized for
     its capacity (a 300-tap filter never goes through a 16-element parameter)."""
