@@ -9,8 +9,9 @@ rounded up to a power of two of at least `MIN_CAPACITY_BYTES`, so arrays of near
 one compiled kernel and the length itself stays a run-time value, checked as every length is.
 
 The runtime decides which parameters may travel so (`inline_capacity`, `place_inline`); the
-compile pipeline keeps only those read at indices the same on a whole plane, within the kernel's
-budget (`cubepy.ir.inline_arrays`), and the launch stages the others as before.
+compile pipeline keeps only those read at indices the same on the units that run a load together,
+within the kernel's budget (`cubepy.ir.inline_arrays`), and the launch stages the others as before.
+A device array (CuPy, a CUDA tensor, `cb.preload` on a GPU) always travels by address.
 """
 
 from __future__ import annotations
