@@ -3,8 +3,10 @@
     python benchmarks/gpu/launch_forms.py [--device cuda|cpu] [--out results.json]
 
 On ``cuda`` the arrays are CuPy arrays and the peer is ``cupy.RawKernel`` (target: every form at most
-RawKernel + 3 us); on ``cpu`` they are NumPy arrays (target: at most 10 us). Median over rounds of
-200 launches, the device synchronized after each round, rounds of all forms interleaved.
+RawKernel + 3 us); on ``cpu`` they are NumPy arrays (target: at most 10 us). The FIR rows pass 16
+taps in device memory and as a NumPy array (on CUDA: by value, packed into the launch's
+parameters). Median over rounds of 200 launches, the device synchronized after each round, rounds
+of all forms interleaved.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from cubepy.autotune import autotune
 import cubepy as cb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: tests.kernels
+from benchmarks.rajaperf.apps.fir import fir  # noqa: E402
 from tests.kernels import saxpy, saxpy3  # noqa: E402
 
 ROUNDS, CALLS, N = 21, 200, 4096
@@ -46,6 +49,12 @@ def forms(dev, x, y, stream):
     }
     if stream is not None:
         fns["k[16, 256](..., stream=s)"] = lambda: saxpy[cubes, 256](x, y, 2.0, device=dev, stream=stream)
+    # FIR with 16 taps in device memory, and as a NumPy array (on CUDA: by value, in the parameters)
+    xp = sys.modules[type(x).__module__.partition(".")[0]]
+    taps = np.linspace(-1.0, 1.0, 16)
+    out, inp, taps_on_device = xp.zeros(N), xp.ones(N + 15), xp.asarray(taps)
+    fns["FIR, taps in device memory: k[16, 256](...)"] = lambda: fir[cubes, 256](out, inp, taps_on_device, device=dev)
+    fns["FIR, taps a NumPy array: k[16, 256](...)"] = lambda: fir[cubes, 256](out, inp, taps, device=dev)
     return fns
 
 
