@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .dialect import CUDA, HIP, OPENCL, OPENCL_SUBGROUP_OPS, Dialect
+from .dialect import CUDA, HIP, OPENCL, OPENCL_NVIDIA, OPENCL_SUBGROUP_OPS, Dialect
 from .host import empty_record, oob_error
 from .rendered import ERROR_WORDS, MAX_DIMS, ArgSlot, OOBSite, Rendered
 
@@ -27,5 +27,5 @@ def render(kernel: Kernel, dialect: Dialect, name: str | None = None) -> Rendere
     return render_source(kernel, dialect, name)
 
 
-__all__ = ["CUDA", "ERROR_WORDS", "HIP", "MAX_DIMS", "OPENCL", "OPENCL_SUBGROUP_OPS", "ArgSlot", "Dialect",
-           "OOBSite", "Rendered", "empty_record", "oob_error", "render"]
+__all__ = ["CUDA", "ERROR_WORDS", "HIP", "MAX_DIMS", "OPENCL", "OPENCL_NVIDIA", "OPENCL_SUBGROUP_OPS", "ArgSlot",
+           "Dialect", "OOBSite", "Rendered", "empty_record", "oob_error", "render"]

@@ -342,10 +342,18 @@ OPENCL = Dialect(
     # CUDA's forms, on every OpenCL device: NVIDIA's OpenCL compiles through the same ptxas as
     # CUDA (its miscompiles above are ptxas', not NVRTC's), and on PoCL, the CI device, the
     # fuzzer checks these forms' meaning on every run (plain OpenCL C; the two CUDA workarounds
-    # written in inline PTX, sign_extend and negative_zero_f32, are not taken: NVIDIA's OpenCL
-    # compiler was not available to try inline PTX on)
+    # written in inline PTX are `OPENCL_NVIDIA`'s)
     narrow_min_max=CUDA.narrow_min_max,
     min_max_of_negation=CUDA.min_max_of_negation,
+)
+
+# NVIDIA's OpenCL platform: its compiler takes inline PTX (`__asm__`), so CUDA's two workarounds
+# of ptxas written in it apply there too, in OpenCL C (no host branch: the source only ever
+# builds for the GPU)
+OPENCL_NVIDIA = OPENCL.with_(
+    sign_extend="  int r;\n  __asm__(\"cvt.s32.s{bits} %0, %1;\" : \"=r\"(r) : \"r\"(x));\n  return r;",
+    negative_zero_f32=("  uint t;\n  __asm__(\"mov.u32 %0, %%tid.x;\" : \"=r\"(t));\n"
+                       "  return as_float(0x80000000u | (t >> 31));"),
 )
 
 

@@ -50,7 +50,7 @@ from cubepy.runtime.disk_cache import DiskCache
 from cubepy.runtime.events import not_recorded
 from cubepy.runtime.properties import DeviceProperties
 
-from ..cstyle import OPENCL, OPENCL_SUBGROUP_OPS, Dialect, Rendered, empty_record, oob_error, render
+from ..cstyle import OPENCL, OPENCL_NVIDIA, OPENCL_SUBGROUP_OPS, Dialect, Rendered, empty_record, oob_error, render
 
 CACHE = DiskCache("opencl", ".clbin")
 _STREAM: ContextVar[Any] = ContextVar("cubepy_opencl_queue", default=None)     # use_stream's queue
@@ -207,10 +207,11 @@ class OpenCLBackend(DeviceBackend):
         elif isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
                 1 <= plane_dim <= 64 and plane_dim & (plane_dim - 1) == 0):
             raise ArgumentValueError(f"OpenCL plane_dim must be a power of two from 1 to 64, got {plane_dim!r}")
-        dialect = OPENCL
+        # NVIDIA's compiler takes inline PTX: CUDA's workarounds of ptxas written in it apply there too
+        dialect = OPENCL_NVIDIA if "NVIDIA" in platforms[pi].name else OPENCL
         if native == plane_dim:
-            dialect = OPENCL.with_(subgroup_ops={op: entry for op, entry in OPENCL_SUBGROUP_OPS.items()
-                                                 if entry[0] in ext})
+            dialect = dialect.with_(subgroup_ops={op: entry for op, entry in OPENCL_SUBGROUP_OPS.items()
+                                                  if entry[0] in ext})
         pocl = "Portable Computing Language" in platforms[pi].name
         if pocl:
             # PoCL adds barriers of its own to loops whose trip count looks uniform (in kernels

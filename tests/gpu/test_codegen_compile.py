@@ -190,9 +190,9 @@ SUB_GROUPS = OPENCL.with_(subgroup_ops=OPENCL_SUBGROUP_OPS)
 
 
 def test_opencl_sub_group_source_compiles_with_clang(tmp_path):
-    from test_compile_all_kernels import _opencl_clang
+    from conftest import opencl_clang
 
-    clang = _opencl_clang()
+    clang = opencl_clang()
     cases = [(f"{label}_p{p}", k) for p in (32, 64) for label, k in codegen_cases(p) if "plane" in label]
     cases += [(f"arith_{label}", k) for label, k in codegen_cases(64) if label.startswith("arith_")]
     assert all(render(k, SUB_GROUPS).subgroups for _, k in cases[:2])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from batched_compile import compile_batched
-from conftest import missing_toolchain
+from conftest import missing_toolchain, opencl_clang
 from cubepy.backends.cstyle import CUDA, HIP, OPENCL, OPENCL_SUBGROUP_OPS, render
 
 from cubepy.ir.nodes import Buffer, copied
@@ -34,14 +34,6 @@ def _compiler(name: str) -> str:
     if path is None:
         missing_toolchain(f"{name} is not on PATH")
     return path
-
-
-def _opencl_clang() -> str:
-    """A clang with OpenCL C headers: on PATH, or the one Debian's hipcc brings (clang-15)."""
-    found = shutil.which("clang") or next(iter(sorted(Path("/usr/lib").glob("llvm-*/bin/clang"), reverse=True)), None)
-    if found is None:
-        missing_toolchain("no clang for OpenCL C (apt-get install hipcc brings clang-15)")
-    return str(found)
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +100,7 @@ def test_every_conformance_and_example_kernel_compiles_as_hip_for_gfx90a(kernels
 
 
 def test_plane_op_kernels_compile_as_opencl_on_sub_group_builtins(kernels, tmp_path):
-    clang = _opencl_clang()
+    clang = opencl_clang()
     dialect = OPENCL.with_(subgroup_ops=OPENCL_SUBGROUP_OPS)
     chosen = [k for k in _by_address(kernels) if k.plane_dim in (32, 64) and render(k, dialect).subgroups]
     assert len(chosen) >= 20, f"only {len(chosen)} kernels use sub-group builtins"

@@ -12,8 +12,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import missing_toolchain
-from cubepy.backends.cstyle import CUDA, OPENCL, render
+from conftest import missing_toolchain, opencl_clang
+from cubepy.backends.cstyle import CUDA, OPENCL, OPENCL_NVIDIA, render
 
 import cubepy as cb
 from cubepy import Array, Comptime, Mut, f32, f64, i8, i16, i32, u8
@@ -267,3 +267,30 @@ def test_a_min_or_max_of_a_negation_is_not_a_min_instruction_on_cuda(tmp_path):
         min_of_negated_parameter.launch(2, 32, x, o, p, 13, 62, device=device)
         np.testing.assert_array_equal(o, np.minimum(13, np.minimum(-62, x)))
         np.testing.assert_array_equal(p, np.maximum(13, np.maximum(-62, x)))
+
+
+def test_nvidias_opencl_takes_cudas_inline_ptx_workarounds(tmp_path):
+    """NVIDIA's OpenCL builds through the same ptxas: its dialect wraps narrow integers with
+    `cvt.s32.s16` and makes -0.0f from %tid.x in inline PTX, as CUDA does; clang's nvptx OpenCL
+    target takes the source and keeps both in its PTX (NVIDIA's own OpenCL compiler is the GPU
+    machine's)."""
+    clang = opencl_clang()
+    cases = [(neg_sign, (np.zeros(4, np.int16), np.zeros(4, np.int16), np.zeros(4, np.int8), np.zeros(4, np.int8)),
+              ("cvt.s32.s16", "cvt.s32.s8")),
+             (negative_zero_select, (np.zeros(4, np.int8), np.zeros(4, np.float32), np.zeros(4, np.float32), 0),
+              ("%tid.x",))]
+    for kernel, args, wanted in cases:
+        ir = _ir(kernel, *args)
+        plain, nvidia = render(ir, OPENCL).source, render(ir, OPENCL_NVIDIA).source
+        assert "__asm__" not in plain and "__asm__" in nvidia
+        path = tmp_path / f"{kernel.__name__}.cl"
+        path.write_text(nvidia)
+        done = subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "nvptx64-nvidia-nvcl", "-Xclang",
+                               "-finclude-default-header", "-O2", "-S", "-o", f"{path}.ptx", str(path)],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        ptx = open(f"{path}.ptx").read()
+        for text in wanted:
+            assert text in ptx, (text, ptx[-2000:])
+        if kernel is negative_zero_select:
+            assert "0f80000000" not in ptx

@@ -65,8 +65,8 @@ def test_f16_lines_are_structs_of_halves_computed_element_by_element(tmp_path):
     of this operator!"): f16 Lines are never native half vectors (compiled here with clang for SPIR)."""
     import subprocess
 
+    from conftest import opencl_clang
     from cubepy.backends.cstyle import OPENCL, render
-    from test_compile_all_kernels import _opencl_clang
 
     x = np.ones(16, np.float16)
     ir = halves.compile(cb.lines(x, 4), cb.lines(x.copy(), 4), dim=4, device="interp").ir_module
@@ -74,7 +74,7 @@ def test_f16_lines_are_structs_of_halves_computed_element_by_element(tmp_path):
     assert "half4" not in src and "cb_f16x4" in src
     path = tmp_path / "halves.cl"
     path.write_text(src)
-    clang = _opencl_clang()
+    clang = opencl_clang()
     done = subprocess.run([clang, "-x", "cl", "-cl-std=CL2.0", "-target", "spir64", "-Xclang",
                            "-finclude-default-header", "-emit-llvm", "-c", str(path), "-o", f"{path}.bc"],
                           capture_output=True, text=True)
