@@ -45,6 +45,9 @@ for stage in $stages; do
         for seed in 14000430 12004882 14002140 16001842; do
             timeout 150 python3 -m tests.fuzz --replay $seed --devices cuda --no-shrink 2>&1 | tail -2
         done | tee "$out/replays.log"
+        for seed in 14000430 17003030; do     # NVIDIA's OpenCL with the inline-PTX workarounds
+            timeout 150 python3 -m tests.fuzz --replay $seed --devices opencl --no-shrink 2>&1 | tail -2
+        done | tee -a "$out/replays.log"
         timeout 120 python3 -m tests.fuzz.ptxas_repros 2>&1 | tee "$out/ptxas_repros.log" | tail -8
         CUBEPY_TEST_DEVICES=cuda,opencl timeout 300 python3 -m pytest -p no:cacheprovider -q -rfs \
             --junitxml "$out/first.xml" tests/gpu/test_cuda_source_semantics.py tests/runtime/test_profile.py \
