@@ -19,6 +19,7 @@ from cubepy.backends.cstyle import CUDA, render
 from cubepy.backends.cuda.packing import (
     BUFFER,
     CODES,
+    INLINE,
     SCALAR,
     SHAPE,
     ArgPacker,
@@ -67,11 +68,12 @@ class RecordingBackend(Backend):
     def __init__(self):
         self.calls = []
 
-    def probe(self, **_) -> DeviceProperties:
+    def probe(self, inline_array_bytes=0, **_) -> DeviceProperties:
         return DeviceProperties(
-            name="recording", backend=self.name, plane_dim=32, plane_size_min=32, plane_size_max=32,
-            max_units_per_cube=1024, max_cube_dim=(1024, 1024, 64), max_cube_count=(2**31 - 1, 65535, 65535),
-            shared_memory_per_cube=49152, vector_widths=(1, 2, 4, 8, 16), features=frozenset({"fp16", "fp64"}))
+            name="recording" + (" by value" if inline_array_bytes else ""), backend=self.name, plane_dim=32,
+            plane_size_min=32, plane_size_max=32, max_units_per_cube=1024, max_cube_dim=(1024, 1024, 64),
+            max_cube_count=(2**31 - 1, 65535, 65535), shared_memory_per_cube=49152, vector_widths=(1, 2, 4, 8, 16),
+            features=frozenset({"fp16", "fp64"}), inline_array_bytes=inline_array_bytes)
 
     def compile(self, kernel, properties):
         rendered = render(kernel, CUDA)
@@ -91,6 +93,9 @@ class RecordingBackend(Backend):
                 values.append(a.ptr)
             elif kind == SHAPE:
                 values.append(a.shape[extra])
+            elif kind == INLINE:
+                assert isinstance(a, np.ndarray) and a.nbytes <= extra
+                values.append(a.tobytes())
             else:
                 assert kind == SCALAR
                 values.append(extra(a))
@@ -98,7 +103,7 @@ class RecordingBackend(Backend):
 
     def direct_launcher(self, executable, kernel, properties, count, dim, options):
         rendered, packer, slots = executable
-        names = {BUFFER: "pointer", SHAPE: "extent"}
+        names = {BUFFER: "pointer", SHAPE: "extent", INLINE: "inline"}
         direct = tuple((names[kind], param, extra) if kind != SCALAR else ("scalar", param)
                        for kind, param, extra in slots)
 
@@ -111,6 +116,13 @@ class RecordingBackend(Backend):
 def rec():
     backend = RecordingBackend()
     return Device("recording", {}, backend.probe(), backend)
+
+
+@pytest.fixture
+def rec_inline():
+    """The recording backend as CUDA specializes: small read-only host arrays by value."""
+    backend = RecordingBackend()
+    return Device("recording", {}, backend.probe(inline_array_bytes=2048), backend)
 
 
 @cb.kernel
@@ -327,3 +339,32 @@ def test_an_array_on_another_gpu_is_refused_naming_it_and_both_devices():
     compiled = saxpy.compile(x, y, 2.0, dim=256, device=gpu0)
     with pytest.raises(ValueError, match="parameter 'x' is on fake:1"):
         compiled.run((4, 1, 1), (256, 1, 1), compiled.bind((OnGPU(0x40000, (1000,), 1), y, 2.0)))
+
+
+@cb.kernel
+def taps(out: Mut[Array[f64]], inp: Array[f64], coeff: Array[f64]):
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        s = 0.0
+        for j in range(len(coeff)):
+            s += coeff[j] * inp[i + j]
+        out[i] = s
+
+
+def test_an_array_by_value_is_packed_as_its_bytes_padded_to_its_capacity(rec_inline):
+    out, inp = FakeArray(0x10000, (100,), np.float64), FakeArray(0x20000, (115,), np.float64)
+    coeff = np.linspace(-1.0, 1.0, 12)
+    launcher = taps[1, 128]
+    cold, warm = _launch_twice(rec_inline, launcher, out, inp, coeff)
+    assert cold[0] == "full" and warm[0] == "direct"
+    padded = np.concatenate([coeff, np.zeros(4)]).tobytes()            # capacity 16
+    assert warm[1:] == cold[1:] == ((1, 1, 1), (128, 1, 1), (0x10000, 100, 0x20000, 115, padded, 12, ERROR_RECORD))
+    # 17 taps: another capacity, so the full path, which specializes for it; then warm again
+    longer = np.linspace(-1.0, 1.0, 17)
+    cold, warm = _launch_twice(rec_inline, launcher, out, inp, longer)
+    assert cold[0] == "full" and warm[0] == "direct"
+    assert warm[3][4] == cold[3][4] == np.concatenate([longer, np.zeros(15)]).tobytes()
+    # a CuPy-like array for the taps: by address, as before
+    device_taps = FakeArray(0x30000, (12,), np.float64)
+    cold, warm = _launch_twice(rec_inline, launcher, out, inp, device_taps)
+    assert warm[3][4] == cold[3][4] == 0x30000
