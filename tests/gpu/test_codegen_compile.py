@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from batched_compile import compile_batched
-from conftest import missing_toolchain
+from conftest import missing_toolchain, opencl_clang
 from cubepy.backends.cstyle import CUDA, HIP, OPENCL, OPENCL_SUBGROUP_OPS, render
 
 import cubepy as cb
@@ -190,7 +190,6 @@ SUB_GROUPS = OPENCL.with_(subgroup_ops=OPENCL_SUBGROUP_OPS)
 
 
 def test_opencl_sub_group_source_compiles_with_clang(tmp_path):
-    from conftest import opencl_clang
 
     clang = opencl_clang()
     cases = [(f"{label}_p{p}", k) for p in (32, 64) for label, k in codegen_cases(p) if "plane" in label]

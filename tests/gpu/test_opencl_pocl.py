@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import opencl_clang
 
 import cubepy as cb
 from cubepy import Array, Mut, f32
@@ -65,7 +66,6 @@ def test_f16_lines_are_structs_of_halves_computed_element_by_element(tmp_path):
     of this operator!"): f16 Lines are never native half vectors (compiled here with clang for SPIR)."""
     import subprocess
 
-    from conftest import opencl_clang
     from cubepy.backends.cstyle import OPENCL, render
 
     x = np.ones(16, np.float16)
