@@ -245,8 +245,8 @@ def _fma(x, y, z, dt):
     if exact == 0:       # Fractions have no -0.0: x * y is exact in f64 then, so IEEE addition gives the sign
         return _NP[dt](np.float64(x) * np.float64(y) + np.float64(z))
     if dt == "f64":
-        return float(exact)
-    guess = np.float32(float(exact))
+        return _rounded(exact)
+    guess = np.float32(_rounded(exact))
     best = guess
     if not np.isfinite(guess):      # beyond f32's range: the conversion rounded it to inf already
         return guess
@@ -257,6 +257,14 @@ def _fma(x, y, z, dt):
         if dc < db or (dc == db and int(np.float32(c).view(np.uint32)) % 2 == 0):
             best = c
     return best
+
+
+def _rounded(exact: Fraction) -> float:
+    """``exact`` rounded to f64, beyond f64's range infinity of its sign (as an IEEE fma overflows)."""
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
 
 
 def _int_to_f16(wide: np.ndarray) -> np.ndarray:

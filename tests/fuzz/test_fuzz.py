@@ -271,3 +271,16 @@ def test_a_seeds_cuda_source_is_printed_without_a_gpu(capsys):
     assert main(["--cuda-source", "3"]) == 0
     source = capsys.readouterr().out
     assert 'extern "C" __global__' in source and "kern" in source
+
+
+def test_the_models_fused_multiply_add_overflows_to_infinity_as_ieee_does():
+    """CI seed 198791250: an f64 fma past f64's range made the NumPy model raise OverflowError
+    (Fraction to float) instead of giving infinity; a value that rounds to the largest finite one stays finite."""
+    import math
+
+    from .model import _fma
+
+    assert _fma(1e300, 1e300, 0.0, "f64") == math.inf and _fma(-1e300, 1e300, 1.0, "f64") == -math.inf
+    assert _fma(np.float32(3e38), np.float32(3e38), np.float32(0.0), "f32") == np.float32(np.inf)
+    biggest = np.finfo(np.float64).max
+    assert _fma(biggest, 1.0, 1.0, "f64") == biggest

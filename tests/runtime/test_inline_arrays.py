@@ -19,6 +19,7 @@ from cubepy.backends.cstyle import CUDA, OPENCL, render
 from cubepy.backends.cuda.packing import ArgPacker
 
 import cubepy as cb
+from benchmarks.rajaperf.apps.fir import fir  # RAJAPerf's FIR as a user writes it: taps in a runtime loop
 from cubepy import Array, Mut, f32, f64, i32
 from cubepy.runtime.inline_arrays import inline_capacity, quick_bucket
 
@@ -40,16 +41,6 @@ def dev(request) -> cb.Device:
     if not found.available:
         pytest.skip(found.reason)
     return found
-
-
-@cb.kernel
-def fir(out: Mut[Array[f64]], inp: Array[f64], coeff: Array[f64]):
-    i = cb.ABSOLUTE_POS
-    if i < len(out):
-        s = 0.0
-        for j in range(len(coeff)):
-            s += coeff[j] * inp[i + j]
-        out[i] = s
 
 
 @cb.kernel

@@ -341,20 +341,12 @@ def test_an_array_on_another_gpu_is_refused_naming_it_and_both_devices():
         compiled.run((4, 1, 1), (256, 1, 1), compiled.bind((OnGPU(0x40000, (1000,), 1), y, 2.0)))
 
 
-@cb.kernel
-def taps(out: Mut[Array[f64]], inp: Array[f64], coeff: Array[f64]):
-    i = cb.ABSOLUTE_POS
-    if i < len(out):
-        s = 0.0
-        for j in range(len(coeff)):
-            s += coeff[j] * inp[i + j]
-        out[i] = s
-
-
 def test_an_array_by_value_is_packed_as_its_bytes_padded_to_its_capacity(rec_inline):
     out, inp = FakeArray(0x10000, (100,), np.float64), FakeArray(0x20000, (115,), np.float64)
     coeff = np.linspace(-1.0, 1.0, 12)
-    launcher = taps[1, 128]
+    from benchmarks.rajaperf.apps.fir import fir
+
+    launcher = fir[1, 128]
     cold, warm = _launch_twice(rec_inline, launcher, out, inp, coeff)
     assert cold[0] == "full" and warm[0] == "direct"
     padded = np.concatenate([coeff, np.zeros(4)]).tobytes()            # capacity 16
