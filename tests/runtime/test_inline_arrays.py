@@ -275,3 +275,17 @@ def test_nvcc_reads_the_taps_from_parameter_space(tmp_path):
         counts[label] = (len(re.findall(r"ld\.param\.f64\s+%fd\d+, \[%rd", text)), len(re.findall(r"ld\.global", text)))
     assert counts["by_value"][0] > 0 and counts["by_address"][0] == 0
     assert counts["by_value"][1] < counts["by_address"][1]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("dtype", ["float16", "bool"])
+def test_nvcc_builds_a_table_by_value_of_halves_and_bools(tmp_path, dtype):
+    dev = cb.device("interp", **EMULATED)
+    ir = weighted.compile(np.zeros(10), np.zeros(25), np.zeros((3, 5), dtype), dim=128, device=dev).ir_module
+    source = render(ir, CUDA).source
+    assert "cb_by_value_" in source
+    cu = tmp_path / f"{dtype}.cu"
+    cu.write_text(source)
+    done = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", str(cu), "-o", str(cu) + ".cubin"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
