@@ -71,7 +71,8 @@ def dev(request, monkeypatch) -> cb.Device:
         monkeypatch.setattr(cb.KernelFunction, "launch", resident_launch)
         return cb.device(name)
     if plane == "cubes":
-        return cb.device(name, plane_dim=32, checks_per_cube=True, checks_per_run=True, inline_array_bytes=2048)
+        return cb.device(name, plane_dim=32, checks_per_cube=True, checks_per_launch=True, checks_per_run=True,
+                         inline_array_bytes=2048)
     if plane == "avx2":            # the code an AVX2 machine runs, on any host that has AVX2
         found = cb.device(name, isa="avx2")
         if not found.available:

@@ -46,6 +46,9 @@ class Memory:
         expr = name if held is None else self._cast(name, DTYPES_BY_NAME[held], dt)
         self._define(op, lambda i: expr)
 
+    def _op_launch_in_bounds(self, op: Op) -> None:
+        self._define(op, lambda i: "(cb_launch_ok != 0)")
+
     def _op_shape(self, op: Op) -> None:
         extent = self.extents[(op.args[0].id, op.attrs["dim"])]
         self._define(op, lambda i: extent)

@@ -20,7 +20,8 @@ ERROR_WORDS = EXTENT_WORDS + MAX_DIMS
 class ArgSlot:
     """One kernel argument: ``kind`` is "buffer", "shape" (extent ``dim`` of param ``param``),
     "scalar" (passed as NumPy type ``numpy``), "inline" (the array's bytes by value, in a cell of
-    ``nbytes``) or "error" (the error record)."""
+    ``nbytes``), "launch_ok" (the host's answer to the launch test, an int:
+    `cubepy.runtime.launch_checks`) or "error" (the error record)."""
 
     kind: str
     param: int | None = None

@@ -55,7 +55,8 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
 
     def _interface(self, ops: list[Op]) -> None:
         """The parameters: an array as a pointer and one ``int`` extent per axis, a scalar as itself
-        (or its `Dialect.param_storage` type), then the error record where the kernel reports."""
+        (or its `Dialect.param_storage` type), then the answer to the launch test where the kernel
+        has one, then the error record where the kernel reports."""
         d = self.d
         if any(op.opcode == "report_oob" for op in ops):
             self.needs.add("error")
@@ -84,6 +85,9 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
                 pd = DTYPES_BY_NAME.get(d.param_storage.get(p.type.dtype.name, p.type.dtype.name))
                 self.params.append(f"{self._c(pd)} {name}")
                 self.slots.append(ArgSlot("scalar", p.param_index, numpy=pd.numpy_name))
+        if self.k.launch_test is not None:      # the host's answer to the kernel's launch test
+            self.params.append("int cb_launch_ok")
+            self.slots.append(ArgSlot("launch_ok"))
         if "error" in self.needs:
             self.params.append(f"{d.global_q}int* {d.restrict} cb_err")
             self.slots.append(ArgSlot("error"))

@@ -44,11 +44,12 @@ from cubepy.runtime.device_arrays import (
 from cubepy.runtime.device_host import DeviceBackend
 from cubepy.runtime.disk_cache import DiskCache
 from cubepy.runtime.events import not_recorded
+from cubepy.runtime.launch_checks import launch_in_bounds
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import CUDA, Rendered, empty_record, oob_error, render
 from . import device_query
-from .packing import BUFFER, INLINE, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
+from .packing import BUFFER, INLINE, LAUNCH_OK, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
 
 
 def _cupy():
@@ -153,7 +154,7 @@ class CudaBackend(DeviceBackend):
         grid_constant = cc >= 70 and cp.cuda.runtime.runtimeGetVersion() >= 11070
         props = DeviceProperties(
             name=f"{name} [{index}] sm_{cc}", backend=self.name, plane_dim=int(a["WarpSize"]), checks_per_cube=True,
-            checks_per_run=True, inline_array_bytes=INLINE_ARRAY_BYTES if grid_constant else 0,
+            checks_per_launch=True, checks_per_run=True, inline_array_bytes=INLINE_ARRAY_BYTES if grid_constant else 0,
             plane_size_min=int(a["WarpSize"]), plane_size_max=int(a["WarpSize"]),
             max_units_per_cube=int(a["MaxThreadsPerBlock"]),
             max_cube_dim=(int(a["MaxBlockDimX"]), int(a["MaxBlockDimY"]), int(a["MaxBlockDimZ"])),
@@ -257,6 +258,8 @@ class CudaBackend(DeviceBackend):
                     raise ArgumentValueError(f"argument '{kernel.params[param].name}' has {len(data)} bytes; "
                                              f"its parameter holds {extra}", kernel.name)
                 values.append(data)
+            elif kind == LAUNCH_OK:
+                values.append(int(launch_in_bounds(kernel, cube_count, cube_dim, bound)))
             else:
                 v = bound[param]
                 values.append(v if v.__class__ is extra else extra(v))
@@ -292,7 +295,7 @@ class CudaBackend(DeviceBackend):
                         cube_count, cube_dim, options: dict) -> DirectLauncher:
         """The warm path's entry: pack the slots and call cuLaunchKernel, nothing in between."""
         cp = _cupy()
-        names = {BUFFER: "pointer", SHAPE: "extent", SCALAR: "scalar", INLINE: "inline"}
+        names = {BUFFER: "pointer", SHAPE: "extent", SCALAR: "scalar", INLINE: "inline", LAUNCH_OK: "launch_ok"}
         slots = tuple((names[kind], param, extra) if kind != SCALAR else ("scalar", param)
                       for kind, param, extra in executable.slots)
         launch_kernel, current_stream, named = cp.cuda.driver.launchKernel, cp.cuda.get_current_stream, _NAMED

@@ -99,14 +99,14 @@ class ArgPacker:
         return submit
 
 
-BUFFER, SHAPE, SCALAR, INLINE = range(4)
+BUFFER, SHAPE, SCALAR, INLINE, LAUNCH_OK = range(5)
 
 
 def parameter_slots(rendered) -> tuple:
     """The kernel parameters a launch fills, as ``(kind, param, extra)``: extra is the alignment
     a buffer needs, the dimension a shape reads, the NumPy type of a scalar, or the capacity in
-    bytes of an array passed by value. The error record's address is a constant of the packer,
-    not a slot."""
+    bytes of an array passed by value (None for the answer to the launch test). The error
+    record's address is a constant of the packer, not a slot."""
     out = []
     for slot in rendered.args:
         if slot.kind == "inline":
@@ -117,12 +117,14 @@ def parameter_slots(rendered) -> tuple:
             out.append((SHAPE, slot.param, slot.dim))
         elif slot.kind == "scalar":
             out.append((SCALAR, slot.param, np.dtype(slot.numpy).type))
+        elif slot.kind == "launch_ok":
+            out.append((LAUNCH_OK, None, None))
     return tuple(out)
 
 
 def parameter_codes(rendered) -> list[str]:
     """The struct code of each kernel parameter of a rendered kernel, in order."""
-    kinds = {"buffer": "pointer", "shape": "int32", "error": "pointer"}
+    kinds = {"buffer": "pointer", "shape": "int32", "error": "pointer", "launch_ok": "int32"}
     return [f"{slot.nbytes}s" if slot.kind == "inline" else CODES[kinds.get(slot.kind) or slot.numpy]
             for slot in rendered.args]
 

@@ -63,6 +63,8 @@ def build_handler(executable, sources: dict[int, tuple[str, int]], ranks: dict[i
             extent = w.tmp()
             w.emit(f"{extent} = trunc i64 {w.dim(*sources[slot.param], slot.dim)} to i32")
             w.emit(f"store i32 {extent}, ptr {cell}, align 8")
+        elif slot.kind == "launch_ok":          # no answer from the host: the cube's test decides
+            w.emit(f"store i32 0, ptr {cell}, align 8")
         else:                                   # the error record
             w.emit(f"store i64 {executable.error.data.ptr}, ptr {cell}, align 8")
         w.emit(f"{pointer} = getelementptr ptr, ptr %pointers, i64 {k}")

@@ -27,6 +27,7 @@ from cubepy.ir.nodes import Kernel
 from cubepy.runtime.device_host import DeviceBackend
 from cubepy.runtime.disk_cache import DiskCache
 from cubepy.runtime.events import not_recorded
+from cubepy.runtime.launch_checks import launch_in_bounds
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import HIP, Rendered, empty_record, oob_error, render
@@ -98,7 +99,8 @@ class HipBackend(DeviceBackend):
             plane_size_max=wave, max_units_per_cube=int(p.maxThreadsPerBlock),
             max_cube_dim=tuple(int(v) for v in p.maxThreadsDim[:3]),
             max_cube_count=tuple(int(v) for v in p.maxGridSize[:3]),
-            shared_memory_per_cube=optin, vector_widths=(1, 2, 4, 8, 16), checks_per_cube=True, checks_per_run=True,
+            shared_memory_per_cube=optin, vector_widths=(1, 2, 4, 8, 16), checks_per_cube=True,
+            checks_per_launch=True, checks_per_run=True,
             compute_units=int(p.multiProcessorCount),
             features=frozenset({"gpu", "fp16", "fp64", "bf16", "plane_ops", "atomics", "atomic_f32_add", arch}))
         self._devices[props] = index
@@ -158,6 +160,8 @@ class HipBackend(DeviceBackend):
                 values.append(ctypes.c_int32(int(shape[slot.dim])))
             elif slot.kind == "scalar":
                 values.append(_CTYPES[slot.numpy](np.dtype(slot.numpy).type(bound[slot.param]).item()))
+            elif slot.kind == "launch_ok":
+                values.append(ctypes.c_int32(int(launch_in_bounds(kernel, cube_count, cube_dim, bound))))
             else:
                 values.append(executable.error)
         r = executable.rendered

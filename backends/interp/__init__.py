@@ -29,12 +29,14 @@ class InterpBackend(Backend):
     runtime_cube_dim = True    # reads every builtin at run time
 
     def probe(self, plane_dim=32, races=False, checks_per_cube=False, guards_per_cube=False,
-              checks_per_run=False, inline_array_bytes=0, **_) -> DeviceProperties:
+              checks_per_run=False, inline_array_bytes=0, checks_per_launch=False, **_) -> DeviceProperties:
         """``checks_per_cube=True`` versions kernels as the GPUs do (`cubepy.ir.cube_checks`),
-        ``guards_per_cube=True`` also as the CPU does, ``checks_per_run=True`` tests checked loads once
-        per run as CUDA and HIP do (`cubepy.ir.run_checks`), ``inline_array_bytes=2048`` specializes
-        small read-only host arrays as CUDA passes them by value (`cubepy.runtime.inline_arrays`), so
-        the interpreter checks those transformations too."""
+        ``checks_per_launch=True`` with it lets the host decide a whole launch first, as CUDA and
+        HIP do (`cubepy.runtime.launch_checks`), ``guards_per_cube=True`` also as the CPU does,
+        ``checks_per_run=True`` tests checked loads once per run as CUDA and HIP do
+        (`cubepy.ir.run_checks`), ``inline_array_bytes=2048`` specializes small read-only host
+        arrays as CUDA passes them by value (`cubepy.runtime.inline_arrays`), so the interpreter
+        checks those transformations too."""
         if isinstance(plane_dim, bool) or not isinstance(plane_dim, int) or not (
                 1 <= plane_dim <= 64 and plane_dim & (plane_dim - 1) == 0):
             raise ArgumentValueError(
@@ -46,6 +48,7 @@ class InterpBackend(Backend):
             shared_memory_per_cube=65536, vector_widths=(1, 2, 4, 8, 16),
             features=frozenset({"fp16", "fp64", "plane_ops", "atomics"}), checks_per_cube=bool(checks_per_cube),
             guards_per_cube=bool(checks_per_cube and guards_per_cube), checks_per_run=bool(checks_per_run),
+            checks_per_launch=bool(checks_per_cube and checks_per_launch),
             inline_array_bytes=_inline_bytes(inline_array_bytes))
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Kernel:

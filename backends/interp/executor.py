@@ -14,6 +14,7 @@ import numpy as np
 
 from cubepy.errors import OutOfBoundsError, RaceError, out_of_bounds
 from cubepy.ir.nodes import PLANE_OPS, Block, Buffer, Const, Kernel, Op, Var, walk
+from cubepy.runtime.launch_checks import launch_in_bounds
 
 from .atomics import atomic
 from .memory import Memory
@@ -185,6 +186,10 @@ class Launch:
     def _param(self, op: Op, mask):
         return np.asarray(self.args[op.attrs["index"]]).astype(np_dtype(op.result.type))
 
+    def _launch_in_bounds(self, op: Op, mask):
+        view = [self.mem[p.id] if isinstance(p, Buffer) else self.args[k] for k, p in enumerate(self.kernel.params)]
+        return np.asarray(launch_in_bounds(self.kernel, self.cube_count, self.cube_dim, view))
+
     def _shape(self, op: Op, mask):
         return np.asarray(self.mem[op.args[0].id].shape[op.attrs["dim"]], np.int32)
 
@@ -353,6 +358,7 @@ CONTROL = {"if": Launch._if, "for": Launch._for, "loop": Launch._loop, "break": 
            "continue": Launch._continue, "return": Launch._return}
 HANDLERS = {
     "builtin": Launch._builtin, "param": Launch._param, "shape": Launch._shape,
+    "launch_in_bounds": Launch._launch_in_bounds,
     "load_var": Launch._load_var, "store_var": Launch._store_var_op,
     "load": Launch._load, "store": Launch._store, "atomic": Launch._atomic,
     "sync_cube": Launch._sync_cube, "report_oob": Launch._report_oob,

@@ -2,13 +2,16 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [first] [fir] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [codesize]
+#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [codesize]
 #
 # first:       what was built without a GPU since the last run (docs/device-runs.md, the eleventh
 #              session): the four ptxas seeds replayed, the reproducers, the tests of the CUDA
 #              workarounds, the trace index and the profile, the probe's parts, a fresh process's
-#              cold and warm start, the tests of small read-only arrays passed by value (about 6 minutes)
+#              cold and warm start, the tests of small read-only arrays passed by value and of checks
+#              per launch (about 6 minutes)
 # fir:         FIR with its taps by value: fir_isolation.py and the suite's FIR (about 2 minutes)
+# checks:      checked mode's cost with checks per launch: the suite against Base_CUDA, checked and
+#              unchecked, both sizes (the tenth session's command), and the PTX/SASS counts
 # fuzz:        the differential fuzzer against cuda (FUZZ_KERNELS kernels, 20000 by default, or
 #              FUZZ_MINUTES), started in the background so the test stages run beside it; the
 #              script waits for it at the end
@@ -52,6 +55,7 @@ for stage in $stages; do
         CUBEPY_TEST_DEVICES=cuda,opencl timeout 300 python3 -m pytest -p no:cacheprovider -q -rfs \
             --junitxml "$out/first.xml" tests/gpu/test_cuda_source_semantics.py tests/runtime/test_profile.py \
             tests/runtime/test_trace_index.py tests/backends/test_contract.py tests/runtime/test_inline_arrays.py \
+            "tests/gpu/test_cuda_device.py::test_launches_the_host_finds_in_bounds_and_others_through_both_paths" \
             2>&1 | tee "$out/first.log" | tail -6
         timeout 60 python3 benchmarks/gpu/probe_profile.py 2>&1 | tee "$out/probe_profile.log" | tail -20
         timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 3 --out "$out/cold_start.json" \
@@ -70,6 +74,10 @@ for stage in $stages; do
         timeout 120 python3 benchmarks/gpu/fir_isolation.py 2>&1 | tee "$out/fir_isolation.log"
         timeout 240 python3 -m benchmarks.rajaperf --kernels FIR --device cuda --sizes default,32x --reps 11 \
             --progress plain --json "$out/rajaperf_fir.json" 2>&1 | tee "$out/rajaperf_fir.log" | tail -30 ;;
+    checks)
+        timeout 420 python3 -m benchmarks.rajaperf --device cuda --sizes default,32x --peers cuda --no-transfer \
+            --reps 11 --progress plain --json "$out/rajaperf_checks.json" 2>&1 | tee "$out/rajaperf_checks.log" | tail -40
+        timeout 120 python3 -m benchmarks.rajaperf.code_size --sass --per-cube 2>&1 | tee "$out/code_size.log" ;;
     codesize)
         timeout 120 python3 -m benchmarks.rajaperf.code_size --sass --per-cube 2>&1 | tee "$out/code_size.log" ;;
     conformance)

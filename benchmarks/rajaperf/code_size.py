@@ -5,7 +5,9 @@
 For the plain port of every app, checked and unchecked: the bounds checks left after the trace-time
 proofs (`cubepy.ir.bounds`), and the PTX nvcc makes for sm_90 (instructions, global loads,
 compares, branches). ``--sass`` also counts SASS instructions with cuobjdump where it exists (the
-GPU machine). The IR is specialized for 32-lane planes on the interpreter, as CUDA specializes it
+GPU machine). ``--per-cube`` renders as the cuda backend does (checks per launch, cube and run),
+and ``skipped`` counts the PTX instructions of the cube's test that a launch the host found in
+bounds branches over. The IR is specialized for 32-lane planes on the interpreter, as CUDA specializes it
 (small read-only host arrays by value included).
 """
 
@@ -34,13 +36,31 @@ def _walk(block):
             yield from _walk(inner)
 
 
+def _instruction(s: str) -> bool:
+    return bool(s) and not s.startswith(("//", ".", "{", "}", "$")) and s.endswith(";")
+
+
 def _ptx_counts(ptx: str) -> dict[str, int]:
     body = [line.strip() for line in ptx.splitlines()]
-    instructions = [s for s in body if s and not s.startswith(("//", ".", "{", "}", "$")) and s.endswith(";")]
+    instructions = [s for s in body if _instruction(s)]
     return {"ptx": len(instructions),
             "ld.global": sum(bool(re.match(r"ld\.global", s)) for s in instructions),
             "setp": sum(s.startswith("setp") for s in instructions),
-            "bra": sum(bool(re.match(r"(@%p\d+ )?bra", s)) for s in instructions)}
+            "bra": sum(bool(re.match(r"(@%p\d+ )?bra", s)) for s in instructions),
+            "skipped": _launch_skips(body)}
+
+
+def _launch_skips(body: list[str]) -> int:
+    """PTX instructions of the cube's test that a launch the host found in bounds branches over
+    (`cubepy.runtime.launch_checks`): the block the branch on ``cb_launch_ok == 0`` goes to, up to
+    the next label; 0 where the kernel has no launch test."""
+    for k, line in enumerate(body):
+        m = re.match(r"@%p\d+ bra\s+(\$L__\w+);", line)
+        if m and k and body[k - 1].startswith("setp.eq.s32") and body[k - 1].endswith(", 0;"):
+            start = body.index(m.group(1) + ":")
+            end = next(j for j in range(start + 1, len(body)) if body[j].startswith("$L__"))
+            return sum(_instruction(s) for s in body[start + 1:end])
+    return 0
 
 
 def _sass_count(cubin: Path) -> int | None:
@@ -67,15 +87,17 @@ def count(kernel_ir, folder: Path, sass: bool) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sass", action="store_true", help="count SASS with cuobjdump too")
-    parser.add_argument("--per-cube", action="store_true", help="checks tested once per cube (as on the CPU)")
+    parser.add_argument("--per-cube", action="store_true",
+                        help="checks tested once per launch, cube and run, as on CUDA")
     opts = parser.parse_args(argv)
     if shutil.which("nvcc") is None:
         raise SystemExit("nvcc is not on PATH")
     from cubepy.backends.cuda import INLINE_ARRAY_BYTES
 
     device = cb.device("interp", plane_dim=32, checks_per_cube=opts.per_cube, checks_per_run=opts.per_cube,
-                       inline_array_bytes=INLINE_ARRAY_BYTES)
-    columns = ["checks", "ptx", "ld.global", "setp", "bra"] + (["sass"] if opts.sass else [])
+                       checks_per_launch=opts.per_cube, inline_array_bytes=INLINE_ARRAY_BYTES)
+    columns = ["checks", "ptx", "ld.global", "setp", "bra"] + (["skipped"] if opts.per_cube else []) + (
+        ["sass"] if opts.sass else [])
     print(f"{'kernel':<24}" + "".join(f"{c + ' u/c':>16}" for c in columns))
     with tempfile.TemporaryDirectory() as tmp:
         for app in APPS.values():

@@ -45,8 +45,9 @@ class KernelSpec:
     checks_per_run: bool = False       # test checked loads once per run of code (cubepy.ir.run_checks)
     units_bound: int | None = None     # shape-generic: the most units per cube it launches with
     inline_array_bytes: int = 0        # launch-parameter bytes its inline arrays may take together
+    checks_per_launch: bool = False    # the host decides a whole launch before the cube's test
 
     def key(self) -> tuple:
         return (tuple(p.key() for p in self.params), self.cube_dim, self.plane_dim, self.checked, self.fastmath,
                 self.checks_per_cube, self.guards_per_cube, self.prints, self.checks_per_run, self.units_bound,
-                self.inline_array_bytes)
+                self.inline_array_bytes, self.checks_per_launch)

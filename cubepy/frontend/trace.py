@@ -296,4 +296,5 @@ def trace_kernel(fn, spec: KernelSpec, name: str | None = None) -> Kernel:
         raise CubeTypeError("variable types did not settle after widening", name, None)
     return PIPELINE.run(kernel, Options(checks_per_cube=spec.checks_per_cube, guards_per_cube=spec.guards_per_cube,
                                         checks_per_run=spec.checks_per_run,
+                                        checks_per_launch=spec.checks_per_launch,
                                         inline_array_bytes=spec.inline_array_bytes))

@@ -25,6 +25,12 @@ requires (a positive constant step only). A guard's bound holds for the units pa
 and an op's own i32 test uses the guards where the op runs, which the uses of its value are
 inside of.
 
+Launches (``launch=True``, CUDA and HIP). On a GPU every unit evaluates the cube's test. The same
+analysis with the cube positions ranging over the cube count gives a test of the whole launch
+(`launch_test`) over parameters, extents and the launch shape: the host evaluates it
+(`cubepy.runtime.launch_checks`) and the kernel evaluates the cube's test only where the host's
+answer (the ``launch_in_bounds`` op) is no.
+
 Guards (``guards=True``, the CPU). An ``if`` without an else whose condition compares a tracked
 value with a cube-uniform one (``if i < n:``, ``if i >= n: return``) is decided for the whole
 cube by the same test (``hi(i) < n``); the fast side then has the condition constant, so its
@@ -42,6 +48,7 @@ from .types import INDEX, Type, bool_, i64
 
 _CHECKED = ("load", "store", "atomic")
 _CHAIN = ("add", "sub", "neg", "mul", "shl", "cast")
+_CUBE_POSITIONS = ("cube_pos_x", "cube_pos_y", "cube_pos_z")
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
          "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
@@ -78,10 +85,12 @@ class _Scope:
 
 
 class _Analysis:
-    """Which i32 values have an interval over the cube, and the accesses whose indices all do."""
+    """Which i32 values have an interval over the cube, and the accesses whose indices all do.
+    With ``launch``, over the whole launch: cube positions range over the cube count instead of
+    being known (`launch_test`)."""
 
-    def __init__(self, kernel: Kernel):
-        self.kernel = kernel
+    def __init__(self, kernel: Kernel, launch: bool = False):
+        self.kernel, self.launch = kernel, launch
         self.defs: dict[int, Op] = {op.result.id: op for op in walk(kernel.body) if op.result is not None}
         self.uniform: set[int] = set()
         self.sources: dict[int, tuple] = {}         # value id -> ("op", op) | ("unit", name) | ("counter", loop)
@@ -102,7 +111,8 @@ class _Analysis:
         if code in ("param", "shape"):
             return True
         if code == "builtin":
-            return op.attrs.get("name") in CUBE_BUILTINS
+            name = op.attrs.get("name")
+            return name in CUBE_BUILTINS and not (self.launch and name in _CUBE_POSITIONS)
         return code in ELEMENTWISE and all(isinstance(a, Const) or (isinstance(a, Value) and a.id in self.uniform)
                                      for a in op.args)
 
@@ -118,6 +128,8 @@ class _Analysis:
         code, args = op.opcode, op.args
         if code == "builtin" and op.attrs.get("name") in UNIT_BUILTINS:
             self.sources[r.id] = ("unit", op.attrs["name"])
+        elif code == "builtin" and op.attrs.get("name") in _CUBE_POSITIONS:     # a launch's analysis
+            self.sources[r.id] = ("cube", op.attrs["name"])
         elif code == "load_var":
             stored = scope.vars.get(args[0].id)
             if stored is not None:
@@ -382,6 +394,9 @@ class _Emitter:
                 return self.wide_const(0), self.wide_const(last)
             extent = self.emit("builtin", (), Type(INDEX), name=f"cube_dim_{name[-1]}")     # read at run time
             return self.wide_const(0), self.binary("sub", self.emit("cast", (extent,), self.wide), self.wide_const(1))
+        if kind == "cube":          # over a launch: 0 to the cube count - 1
+            count = self.emit("builtin", (), Type(INDEX), name=f"cube_count_{source[1][-1]}")
+            return self.wide_const(0), self.binary("sub", self.emit("cast", (count,), self.wide), self.wide_const(1))
         if kind == "counter":
             loop = source[1]
             start_lo, _ = self.interval(loop.start, loop.caps)
@@ -540,12 +555,14 @@ def _mark(op: Op, dims: tuple, nowrap: bool) -> None:
         op.attrs["nowrap"] = True
 
 
-def check_per_cube(kernel: Kernel, guards: bool = False) -> int:
+def check_per_cube(kernel: Kernel, guards: bool = False, launch: bool = False) -> int:
     """Version ``kernel``'s body on one range test per cube (see the module docstring). Run after
     `cubepy.ir.bounds.prove_in_bounds` and before `cubepy.ir.passes.lower_bounds_checks`.
     With ``guards``, the fast version also drops the guards every unit of the cube passes
-    (`_Analysis.guards`), checked or not. Returns how many access dimensions the fast version
-    leaves unchecked."""
+    (`_Analysis.guards`), checked or not. With ``launch`` (and no guards decided), a test of the
+    whole launch that implies the cube's, where one exists, goes to ``kernel.launch_test`` for
+    the host, and the cube's test runs only where the host's answer was no. Returns how many
+    access dimensions the fast version leaves unchecked."""
     analysis = _Analysis(kernel)
     analysis.block(kernel.body, _Scope())
     if not guards:
@@ -586,6 +603,7 @@ def check_per_cube(kernel: Kernel, guards: bool = False) -> int:
             if id(op) in decided:
                 op.args = (Const(decided[id(op)], Type(bool_)), *op.args[1:])
         return count
+    test = launch_test(kernel, hoisted, emitter.nowrap) if launch and not decided else None
     var_map: dict[int, Var] = {}
     fast = _clone_block(kernel.body, {}, var_map)
     kernel.vars.extend(var_map.values())
@@ -594,5 +612,91 @@ def check_per_cube(kernel: Kernel, guards: bool = False) -> int:
         if id(original) in decided:
             copy.args = (Const(decided[id(original)], Type(bool_)), *copy.args[1:])
     loc = kernel.body.ops[0].loc if kernel.body.ops else None
-    kernel.body = Block([*emitter.ops, Op("if", (ok,), None, {"cube_checks": True}, (fast, kernel.body), loc)])
+    if test is None:
+        kernel.body = Block([*emitter.ops, Op("if", (ok,), None, {"cube_checks": True}, (fast, kernel.body), loc)])
+        return count
+    # the host decided the whole launch (`launch_test`): the cube's test runs only where it did not
+    kernel.launch_test = test
+    flag, unsure, in_bounds = Value(Type(bool_), "launch_in_bounds"), Value(Type(bool_)), Value(Type(bool_))
+    decision = Var("cube_in_bounds", Type(bool_))
+    kernel.vars.append(decision)
+    kernel.body = Block([
+        Op("launch_in_bounds", (), flag, loc=loc),
+        Op("store_var", (decision, flag), loc=loc),
+        Op("not", (flag,), unsure, loc=loc),
+        Op("if", (unsure,), None, {}, (Block([*emitter.ops, Op("store_var", (decision, ok), loc=loc)]),), loc),
+        Op("load_var", (decision,), in_bounds, loc=loc),
+        Op("if", (in_bounds,), None, {"cube_checks": True}, (fast, kernel.body), loc)])
     return count
+
+
+# --- the test of a whole launch, on the host -----------------------------------------------------
+
+# ops of a kernel's own whose values a launch test may compute again on the host (integers only:
+# `cubepy.runtime.launch_checks` evaluates them with the kernel's wrapping rules)
+HOST_OPS = frozenset({"param", "shape", "builtin", "add", "sub", "mul", "neg", "floordiv", "mod", "min", "max",
+                      "shl", "shr", "cast"})
+
+
+@dataclass
+class LaunchTest:
+    """Whether every access a cube's test covers lies inside its extent for every unit of a launch,
+    as IR ops over the kernel's scalar parameters, its arrays' extents and the launch's cube count
+    and extents (``param``, ``shape`` and ``builtin`` ops): the host evaluates it before each
+    launch (`cubepy.runtime.launch_checks`) and passes the kernel its answer, which the kernel's
+    ``launch_in_bounds`` op reads. ``ops`` compute ``ok`` in i64 interval arithmetic (exact: see
+    Soundness), except the ops in ``clones``, copies of the kernel's own ops, which wrap as the
+    kernel's do."""
+
+    ops: list
+    ok: Value
+    clones: frozenset
+
+
+def launch_test(kernel: Kernel, hoisted: dict[int, tuple], nowrap: set[int]) -> LaunchTest | None:
+    """The test of a whole launch that implies a cube's (``hoisted``: access op id -> its
+    dimensions the cube's test covers; ``nowrap``: the ops the cube's test shows never wrap), or
+    None where the launch's analysis cannot cover every one of them.
+
+    It is the cube's analysis with the cube positions ranging over ``[0, cube count)`` instead of
+    known: every access it covers for every cube, and every op it keeps inside i32 for every cube."""
+    analysis = _Analysis(kernel, launch=True)
+    analysis.block(kernel.body, _Scope())
+    found = {id(op): (op, dims, caps) for op, dims, caps in analysis.hoisted}
+    emitter = _Emitter(analysis)
+    for op_id, dims in hoisted.items():
+        entry = found.get(op_id)
+        if entry is None or not set(dims) <= set(entry[1]):
+            return None
+        op, _, caps = entry
+        nonneg = op.attrs.get("nonneg", ())
+        for dim in dims:
+            lo, hi = emitter.interval(op.args[1 + dim], caps)
+            if dim not in nonneg:
+                emitter.conds.append(emitter.binary("ge", lo, emitter.wide_const(0)))
+            emitter.conds.append(emitter.binary("lt", hi, emitter.extent(op.args[0], dim)))
+    if not nowrap <= emitter.nowrap:
+        return None
+    ok = emitter.all_of()
+    clones = frozenset(v.id for v in emitter.cloned.values())
+    ops = emitter.ops
+    if isinstance(ok, Const):
+        if not ok.value:          # no launch passes: the cube's test decides alone
+            return None
+        ok = _constant_op(ops, ok)
+    defined = {op.result.id: op for op in ops}
+    if any(defined[c].opcode not in HOST_OPS or not _integers(defined[c]) for c in clones):
+        return None
+    return LaunchTest(ops, ok, clones)
+
+
+def _constant_op(ops: list, value: Const) -> Value:
+    """``value`` as the result of an op (``ok`` is always an op's result)."""
+    result = Value(Type(bool_))
+    ops.append(Op("cast", (value,), result))
+    return result
+
+
+def _integers(op: Op) -> bool:
+    types = [op.result.type] + [a.type for a in op.args if isinstance(a, Value)]
+    return all(t.width == 1 and t.dtype.is_int and not t.dtype.is_bool for t in types)

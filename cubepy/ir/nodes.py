@@ -167,6 +167,9 @@ class Kernel:
     units_fit_index: bool = False
     # print sites (cubepy.ir.prints.PrintSite), by site id; their hidden buffers follow the params
     prints: list = field(default_factory=list)
+    # the host's test of a whole launch (cubepy.ir.cube_checks.LaunchTest), whose answer the
+    # ``launch_in_bounds`` op reads; None where the kernel has none
+    launch_test: Any = None
     # results of the compile pipeline's analysis stages, by stage name (cubepy.ir.pipeline); a
     # transform stage drops them, so what is here describes the IR as it is
     analyses: dict[str, Any] = field(default_factory=dict)

@@ -97,6 +97,8 @@ OPCODES: dict[str, str] = {
     "loop": "blocks (body,): repeat until `break`",
     "break": "leave the innermost for/loop", "continue": "next iteration of the innermost for/loop",
     "return": "this unit is done with the kernel",
+    "launch_in_bounds": "a bool, the same for every unit: the host's answer to the kernel's launch test "
+                        "(Kernel.launch_test, cubepy.ir.cube_checks)",
 }
 
 

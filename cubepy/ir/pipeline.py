@@ -41,6 +41,7 @@ class Options:
 
     checks_per_cube: bool = False      # test affine indices once per cube (`cube_checks`)
     guards_per_cube: bool = False      # and decide there the guards every unit of a cube passes
+    checks_per_launch: bool = False    # and let the host decide a whole launch first (`cube_checks.launch_test`)
     checks_per_run: bool = False       # test the checked loads of a run of code once before it (`run_checks`)
     inline_array_bytes: int = 0        # parameter bytes the arrays passed by value may take (`inline_arrays`)
 
@@ -124,8 +125,8 @@ PIPELINE = Pipeline([
     # move or remove them
     Stage("check_uniformity", lambda k, o: analyze_uniformity(k), "check"),
     Stage("prove_in_bounds", lambda k, o: prove_in_bounds(k), "transform"),
-    Stage("check_per_cube", lambda k, o: check_per_cube(k, guards=o.guards_per_cube), "transform",
-          when=_check_per_cube_wanted),
+    Stage("check_per_cube", lambda k, o: check_per_cube(k, guards=o.guards_per_cube, launch=o.checks_per_launch),
+          "transform", when=_check_per_cube_wanted),
     Stage("check_per_run", lambda k, o: check_per_run(k), "transform",
           when=lambda k, o: o.checks_per_run and k.checked),
     Stage("lower_bounds_checks", lambda k, o: lower_bounds_checks(k), "transform"),

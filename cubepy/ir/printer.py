@@ -48,6 +48,11 @@ def print_kernel(kernel: Kernel) -> str:
     for v in kernel.vars:
         out.append(f"  var {v!r}: {v.type}")
     _print_block(kernel.body, 1, out)
+    test = kernel.launch_test
+    if test is not None:          # evaluated on the host before each launch; launch_in_bounds reads it
+        out.append("  launch test (on the host):")
+        _print_block(Block(list(test.ops)), 2, out)
+        out.append(f"    answer {test.ok!r}")
     return "\n".join(out)
 
 

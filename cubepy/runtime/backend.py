@@ -236,8 +236,10 @@ class DirectLauncher:
     enqueuing nothing, if a value does not fit its slot (the launch then takes the full path).
     Each slot is ``("pointer", param, alignment)`` (a device address), ``("extent", param, axis)``
     (an int: the extent of that axis of the array as the kernel sees it, so a Line array's last
-    axis counts Lines), ``("scalar", param)`` or ``("inline", param, nbytes)`` (the bytes of a host
-    array the kernel takes by value, at most ``nbytes``); ``param`` indexes ``kernel.params``.
+    axis counts Lines), ``("scalar", param)``, ``("inline", param, nbytes)`` (the bytes of a host
+    array the kernel takes by value, at most ``nbytes``) or ``("launch_ok", None, None)`` (an int:
+    the answer to the kernel's launch test, `cubepy.runtime.launch_checks`, which the warm path
+    computes); ``param`` indexes ``kernel.params``.
     """
 
     slots: tuple[tuple, ...]

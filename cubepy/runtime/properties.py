@@ -41,6 +41,10 @@ class DeviceProperties:
     # launch-parameter bytes a kernel may give to small read-only host arrays passed by value
     # (cubepy.runtime.inline_arrays): CUDA, where they are read from the constant bank; 0: none
     inline_array_bytes: int = 0
+    # with checks_per_cube: the host tests a whole launch first (cubepy.ir.cube_checks.launch_test)
+    # and passes the answer, so that no unit evaluates the cube's test where the launch passed:
+    # CUDA and HIP, where every unit evaluates it
+    checks_per_launch: bool = False
 
     def __hash__(self) -> int:
         # Backends look their devices up by properties on every launch and event: hash what tells

@@ -49,8 +49,8 @@ from ..log import logger
 
 def check_profile(kernel: Kernel) -> tuple:
     """What checked mode costs ``kernel`` at run time: the dimensions proven of each checked
-    access (in IR order), its out-of-bounds reports, and its versions of code on a per-cube and
-    a per-run test."""
+    access (in IR order), its out-of-bounds reports, its versions of code on a per-cube and a
+    per-run test, and whether the host decides its launches first."""
     proven: list = []
     reports = per_cube = per_run = 0
     for op in walk(kernel.body):
@@ -61,7 +61,7 @@ def check_profile(kernel: Kernel) -> tuple:
         elif op.opcode == "if":
             per_cube += bool(op.attrs.get("cube_checks"))
             per_run += bool(op.attrs.get("run_checks"))
-    return tuple(proven), reports, per_cube, per_run
+    return tuple(proven), reports, per_cube, per_run, kernel.launch_test is not None
 
 
 class _Generic:
@@ -95,7 +95,7 @@ class ShapeGenericCache:
         if key not in self._entries:
             self._entries[key] = self._trace(generic_spec, dev, trace)
         entry = self._entries[key]
-        if entry is None or entry.profile[1:] != (0, 0, 0) and entry.profile != check_profile(static()):
+        if entry is None or entry.profile[1:] != (0, 0, 0, False) and entry.profile != check_profile(static()):
             return None
         if entry.executable is None:
             try:

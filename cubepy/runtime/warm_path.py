@@ -25,6 +25,7 @@ from ..ir.types import ARRAY_MAX
 from ..lang.types import LinesArg
 from .device_arrays import RAW_READERS
 from .inline_arrays import inline_capacity
+from .launch_checks import launch_check
 
 if TYPE_CHECKING:
     from .compiled import CompiledKernel
@@ -63,10 +64,11 @@ def direct_warm_path(compiled: CompiledKernel, count: tuple, dim: tuple) -> Warm
     if launcher is None:
         return None
     writer = _Writer(backend, compiled.parameters, compiled.classes, compiled.device.index,
-                     compiled.device.properties.inline_array_bytes)
+                     compiled.device.properties.inline_array_bytes, compiled.order)
     if not writer.arguments():
         return None
-    exprs = [writer.slot(compiled.order[slot[1]], slot) for slot in launcher.slots]
+    exprs = [writer.launch_ok(compiled.ir_module, count, dim) if slot[0] == "launch_ok" else
+             writer.slot(compiled.order[slot[1]], slot) for slot in launcher.slots]
     if None in exprs:
         return None
     writer.line(f"return submit({', '.join(exprs)})")
@@ -76,8 +78,10 @@ def direct_warm_path(compiled: CompiledKernel, count: tuple, dim: tuple) -> Warm
 class _Writer:
     """Writes the source of one direct warm path: ``warm(args) -> bool``."""
 
-    def __init__(self, backend, specs: tuple, classes: tuple, device_index: int | None, inline_bytes: int = 0):
+    def __init__(self, backend, specs: tuple, classes: tuple, device_index: int | None, inline_bytes: int = 0,
+                 param_order: tuple = ()):
         self.platforms = backend.device_array_platforms
+        self.param_order = param_order      # kernel parameter -> its argument
         self.specs, self.classes, self.device_index = specs, classes, device_index
         self.inline_bytes = inline_bytes
         self.by_value: set[int] = set()      # arguments given as host arrays the kernel may take by value
@@ -205,6 +209,32 @@ class _Writer:
                 return None
             return f"{self.constant(narrow, 'T')}(a{i})"
         return None
+
+    def launch_ok(self, kernel, count: tuple, dim: tuple) -> str:
+        """The answer to the kernel's launch test (`cubepy.runtime.launch_checks`), the launch
+        shape folded in, remembered per extents and scalars it reads."""
+        check = launch_check(kernel)
+        known = {("count", a): count[a] for a in range(3)} | {("dim", a): dim[a] for a in range(3)}
+        _, answer = check.function(known)
+        inputs = []
+        for kind, param, *axis in (i for i in check.inputs if i not in known):
+            i = self.param_order[param]
+            if kind == "scalar":
+                inputs.append(f"a{i}" if self.classes[i][0] is int else f"int(a{i})")
+            elif self._width(i) > 1 and axis[0] == self.specs[i].ndim - 1:
+                inputs.append(f"s{i}[{axis[0]}] // {self._width(i)}")
+            else:
+                inputs.append(f"s{i}[{axis[0]}]")
+        if not inputs:
+            return "1" if answer() else "0"
+        memo, function = self.constant({}, "M"), self.constant(answer, "F")
+        self.line(f"key = ({', '.join(inputs)},)")
+        self.line(f"ok = {memo}.get(key)")
+        self.line("if ok is None:")
+        self.line(f"    ok = {function}(*key)")
+        self.line(f"    if len({memo}) < 256:")
+        self.line(f"        {memo}[key] = ok")
+        return "ok"
 
     def _fail_if(self, condition: str) -> None:
         self.line(f"if {condition}:")

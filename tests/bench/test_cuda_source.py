@@ -28,7 +28,7 @@ def test_every_ports_source_compiles(target, tmp_path):
     tool = shutil.which(compiler)
     if tool is None:
         missing_toolchain(f"{compiler} is not on PATH")
-    dev = cb.device("interp", plane_dim=plane, checks_per_cube=True, checks_per_run=True)
+    dev = cb.device("interp", plane_dim=plane, checks_per_cube=True, checks_per_launch=True, checks_per_run=True)
     sources, versioned = {}, 0
     for app in APPS.values():
         problem = app.set_up(1500)

@@ -209,3 +209,13 @@ def test_the_native_cuda_handler_is_valid_code_without_a_gpu():
     by_value = scale.compile(x, out, 2.0, dim=64, device=ir_device)
     assert build_handler(executable(by_value), sources, ranks, [(0, 1, 4)], (1, 1, 1), (64, 1, 1),
                          lambda *a: None, fake) is None
+    # checked per launch, as on cuda: the handler cannot ask the host, so it answers no (the
+    # kernel's cube test decides), and builds
+    per_launch = cb.device("interp", checks_per_cube=True, checks_per_launch=True).properties
+    launch_device = cb.Device("ir", {}, per_launch, _IRBackend())
+    decided = scale.compile(x, out, factor, dim=64, device=launch_device)
+    assert decided.ir_module.launch_test is not None
+    assert "launch_ok" in [slot.kind for slot in executable(decided).rendered.args]
+    handler = build_handler(executable(decided), sources, ranks, [(0, 1, 4)], (1, 1, 1), (64, 1, 1),
+                            lambda *a: None, fake)
+    assert handler is not None and handler.address

@@ -10,7 +10,7 @@
 
 ``--devices`` takes backends (``cpu`` runs at plane sizes 8, 32, 1 and 64 by turns, or give ``cpu-p64``;
 ``cpu-O1`` takes the turns at LLVM -O1, as CI does; ``interp-gpu`` is the interpreter running the
-IR as CUDA and HIP get it, checks per cube and per run, compared with the plain interpreter);
+IR as CUDA and HIP get it, checks per launch, cube and run, compared with the plain interpreter);
 each kernel runs on the interpreter at the device's plane size and on its devices, and every
 failure is shrunk and printed with its seed, then listed at the end. Exit status 1 if any failed.
 """

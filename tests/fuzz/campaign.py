@@ -25,7 +25,7 @@ _devices: dict = {}
 def device(target: str):
     """``interp-p8`` (the reference: every CubeDim traced on its own, one trace a kernel),
     ``cpu-p32``, ``cpu-p8-O1`` (LLVM -O1), ``opencl``, ``opencl-O0`` (-cl-opt-disable), ``cuda``,
-    ``interp-p32-gpu`` (the interpreter running the IR as CUDA gets it: checks per cube and per
+    ``interp-p32-gpu`` (the interpreter running the IR as CUDA gets it: checks per launch, cube and
     run, shape-generic code, small read-only arrays by value), ``interp-p32-generic`` (CubeDims
     sharing shape-generic code, as the interpreter does by default): a device of this process,
     made once."""
@@ -38,7 +38,7 @@ def device(target: str):
             if part.startswith("p"):
                 options["plane_dim"] = int(part[1:])
             elif part == "gpu":
-                options.update(checks_per_cube=True, checks_per_run=True, shape_generic=True,
+                options.update(checks_per_cube=True, checks_per_launch=True, checks_per_run=True, shape_generic=True,
                                inline_array_bytes=2048)
             elif part == "generic":
                 options["shape_generic"] = True

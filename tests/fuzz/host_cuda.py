@@ -24,11 +24,13 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
 import cubepy as cb
 from cubepy.ir.nodes import PLANE_OPS, walk
+from cubepy.runtime.launch_checks import launch_in_bounds
 
 from .generate import generate
 from .run import Run, arguments, compare, execute, load, outputs
@@ -77,11 +79,11 @@ def compiler() -> str | None:
 
 
 def cuda_ir(kernel, program, args):
-    """The kernel's IR as the cuda backend traces it (plane size 32, checks per cube and per run,
-    small read-only arrays by value), made without a GPU."""
+    """The kernel's IR as the cuda backend traces it (plane size 32, checks per launch, cube and
+    run, small read-only arrays by value), made without a GPU."""
     from cubepy.backends.cuda import INLINE_ARRAY_BYTES
 
-    device = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_run=True,
+    device = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_launch=True, checks_per_run=True,
                        inline_array_bytes=INLINE_ARRAY_BYTES)
     return kernel.compile(*args, dim=program.cube_dim, device=device, checked=True).ir_module
 
@@ -113,6 +115,7 @@ def run_on_host(seed: int, source: str | None = None, opt: str = "-O2",
     reference = execute(kernel, program, cb.device("interp", plane_dim=32))
     args = arguments(program)
     rendered = cuda_source(kernel, program, args)
+    ir = cuda_ir(kernel, program, args)            # the same specialization, from the kernel's cache
     text = edit(rendered.source.replace("#include <cuda_fp16.h>", "").replace('extern "C" __global__', "static"))
     head = text.index(rendered.name + "(", text.index("static void")) + len(rendered.name) + 1   # bounds or not
     params = text[head:text.index(")", head)]
@@ -142,7 +145,7 @@ extern "C" void cb_host_launch({params}, int gx, int gy, int gz, int bx, int by,
                                f"{built.stderr[:2000]}")
         lib = ctypes.CDLL(lib_path)
         record = np.zeros(64, np.int32)
-        values = []
+        values, seen = [], [_as_kernel_sees(a) for a in args]
         for slot in rendered.args:
             arg = args[slot.param] if slot.param is not None else None
             array = getattr(arg, "array", arg)
@@ -156,6 +159,8 @@ extern "C" void cb_host_launch({params}, int gx, int gy, int gz, int bx, int by,
                 values.append(np.ctypeslib.as_ctypes_type(np.dtype(slot.numpy))(arg))
             elif slot.kind == "inline":
                 values.append(_by_value(array, slot.nbytes))
+            elif slot.kind == "launch_ok":
+                values.append(ctypes.c_int(launch_in_bounds(ir, program.cube_count, program.cube_dim, seen)))
             else:
                 values.append(ctypes.c_void_p(record.ctypes.data))
         values += [ctypes.c_int(v) for v in (*program.cube_count, *program.cube_dim)]
@@ -170,6 +175,17 @@ extern "C" void cb_host_launch({params}, int gx, int gy, int gz, int bx, int by,
         with open(log) as f:
             undefined = [line.strip() for line in f if "runtime error" in line]
     return HostRun(compare(program, reference, Run(outputs(program, args))), undefined)
+
+
+def _as_kernel_sees(arg):
+    """An argument as `launch_in_bounds` reads it: an array's shape with a Line array's last axis
+    counted in Lines, a scalar as it is."""
+    array = getattr(arg, "array", arg)
+    if not isinstance(array, np.ndarray):
+        return arg
+    shape = list(array.shape)
+    shape[-1] //= getattr(arg, "width", 1)
+    return SimpleNamespace(shape=tuple(shape))
 
 
 def _by_value(array: np.ndarray, nbytes: int) -> ctypes.Structure:

@@ -5,7 +5,7 @@ ones also against the NumPy model; the reference traces each CubeDim on its own)
 are compared on the CPU backend (half at plane size 8, half at 32) and on OpenCL too (its own
 plane size; seven in eight with -cl-opt-disable, about 1.1 s a kernel against 1.9 s at PoCL's
 default: the tally prints each stage's mean); half of the others also run on the interpreter as
-CUDA and HIP lower them (``interp-p32-gpu``: checks per cube and per run, shape-generic code),
+CUDA and HIP lower them (``interp-p32-gpu``: checks per launch, cube and run, shape-generic code),
 or in shape-generic code alone (``interp-p32-generic``). Compile
 time is the limit, so the CPU backend compiles three kernels in four at LLVM -O0 (0.16 s for a
 fuzz kernel against 0.81 s at -O1: benchmarks/cpu/compile_levels.py) and the fourth at -O1;

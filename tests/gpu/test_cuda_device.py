@@ -227,3 +227,30 @@ def test_preloaded_arrays_take_the_direct_warm_path(cuda_device):
     np.testing.assert_allclose(y_dev.to_host(), 1 + 3 * 2 * x)
     with pytest.raises(ValueError, match="is Mut but the array passed is read-only"):
         launcher(x_dev, x_dev, 2.0, device=cuda_device)
+
+
+@cb.kernel
+def _shifted(out: cb.Mut[cb.Array[cb.f32]], x: cb.Array[cb.f32], d: cb.i32):
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i + d]
+
+
+def test_launches_the_host_finds_in_bounds_and_others_through_both_paths(cuda_device):
+    """Checks per launch on the GPU: the answer in the launch's parameters, through the direct warm
+    path (CuPy arrays) and the full one (NumPy arrays); a launch out of bounds still reports."""
+    cp = pytest.importorskip("cupy")
+    x = np.arange(1003, dtype=np.float32)
+    launcher = _shifted[4, 256]
+    for d in (0, 3, 0, 3):                         # cold, then warm with each answer remembered
+        for make in (np.asarray, cp.asarray):
+            out = make(np.full(1000, np.nan, np.float32))
+            launcher(out, make(x), d, device=cuda_device)
+            cuda_device.synchronize()
+            np.testing.assert_array_equal(cp.asnumpy(out) if make is cp.asarray else out, x[d:d + 1000])
+    assert getattr(launcher.warm_path, "direct", False)
+    for make in (np.asarray, cp.asarray):
+        out = make(np.full(1000, np.nan, np.float32))
+        with pytest.raises(cb.OutOfBoundsError, match="array 'x'"):
+            launcher(out, make(x), 4, device=cuda_device)
+            cuda_device.synchronize()

@@ -17,6 +17,7 @@ from tests.kernels import triad
 
 PER_CUBE = {"interp-per-cube": lambda: cb.device("interp", checks_per_cube=True),
             "interp-guards": lambda: cb.device("interp", checks_per_cube=True, guards_per_cube=True),
+            "interp-launch": lambda: cb.device("interp", checks_per_cube=True, checks_per_launch=True),
             "cpu": lambda: cb.device("cpu")}
 
 

@@ -23,7 +23,8 @@ from benchmarks.rajaperf.apps.fir import fir  # RAJAPerf's FIR as a user writes 
 from cubepy import Array, Mut, f32, f64, i32
 from cubepy.runtime.inline_arrays import inline_capacity, quick_bucket
 
-EMULATED = dict(plane_dim=32, checks_per_cube=True, checks_per_run=True, inline_array_bytes=2048)
+EMULATED = dict(plane_dim=32, checks_per_cube=True, checks_per_launch=True, checks_per_run=True,
+                inline_array_bytes=2048)
 
 
 def _devices() -> list:

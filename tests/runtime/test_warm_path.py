@@ -20,6 +20,7 @@ from cubepy.backends.cuda.packing import (
     BUFFER,
     CODES,
     INLINE,
+    LAUNCH_OK,
     SCALAR,
     SHAPE,
     ArgPacker,
@@ -33,6 +34,7 @@ from cubepy import Array, Comptime, Mut, f16, f32, f64, i8, i64, u16
 from cubepy.runtime.backend import Backend, DirectLauncher
 from cubepy.runtime.device_arrays import DeviceArray, register_device_array
 from cubepy.runtime.devices import Device
+from cubepy.runtime.launch_checks import launch_in_bounds
 from cubepy.runtime.properties import DeviceProperties
 
 ERROR_RECORD = 0xE000
@@ -68,9 +70,11 @@ class RecordingBackend(Backend):
     def __init__(self):
         self.calls = []
 
-    def probe(self, inline_array_bytes=0, **_) -> DeviceProperties:
+    def probe(self, inline_array_bytes=0, checks_per_launch=False, **_) -> DeviceProperties:
+        name = "recording" + (" by value" if inline_array_bytes else "") + (" per launch" if checks_per_launch else "")
         return DeviceProperties(
-            name="recording" + (" by value" if inline_array_bytes else ""), backend=self.name, plane_dim=32,
+            name=name, backend=self.name, plane_dim=32, checks_per_cube=checks_per_launch,
+            checks_per_launch=checks_per_launch,
             plane_size_min=32, plane_size_max=32, max_units_per_cube=1024, max_cube_dim=(1024, 1024, 64),
             max_cube_count=(2**31 - 1, 65535, 65535), shared_memory_per_cube=49152, vector_widths=(1, 2, 4, 8, 16),
             features=frozenset({"fp16", "fp64"}), inline_array_bytes=inline_array_bytes)
@@ -85,6 +89,9 @@ class RecordingBackend(Backend):
         rendered, packer, slots = executable
         values = []
         for kind, param, extra in slots:
+            if kind == LAUNCH_OK:     # the answer to the launch test, as the CUDA backend's full path asks it
+                values.append(int(launch_in_bounds(kernel, count, dim, args)))
+                continue
             a = args[param]
             if kind == BUFFER:
                 assert isinstance(a, DeviceArray), "the recording backend only takes device arrays"
@@ -103,7 +110,7 @@ class RecordingBackend(Backend):
 
     def direct_launcher(self, executable, kernel, properties, count, dim, options):
         rendered, packer, slots = executable
-        names = {BUFFER: "pointer", SHAPE: "extent", INLINE: "inline"}
+        names = {BUFFER: "pointer", SHAPE: "extent", INLINE: "inline", LAUNCH_OK: "launch_ok"}
         direct = tuple((names[kind], param, extra) if kind != SCALAR else ("scalar", param)
                        for kind, param, extra in slots)
 
@@ -116,6 +123,13 @@ class RecordingBackend(Backend):
 def rec():
     backend = RecordingBackend()
     return Device("recording", {}, backend.probe(), backend)
+
+
+@pytest.fixture
+def rec_launch():
+    """The recording backend as CUDA decides launches: the answer to the launch test in a slot."""
+    backend = RecordingBackend()
+    return Device("recording", {}, backend.probe(checks_per_launch=True), backend)
 
 
 @pytest.fixture
@@ -360,3 +374,36 @@ def test_an_array_by_value_is_packed_as_its_bytes_padded_to_its_capacity(rec_inl
     device_taps = FakeArray(0x30000, (12,), np.float64)
     cold, warm = _launch_twice(rec_inline, launcher, out, inp, device_taps)
     assert warm[3][4] == cold[3][4] == 0x30000
+
+
+@cb.kernel
+def shifted(out: Mut[Array[f32]], x: Array[f32], d: cb.i32):
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i + d]
+
+
+# (0, 0, 5): no unit passes the guard, but the intervals do not tell an empty range apart: no
+# (safe: the cube's test decides, and no cube reads)
+@pytest.mark.parametrize("n_out, n_x, d, answer", [(1000, 1000, 0, 1), (1000, 1003, 3, 1), (1000, 1002, 3, 0),
+                                                   (1000, 1000, -1, 0), (0, 0, 5, 0)])
+def test_the_answer_to_the_launch_test_is_the_full_paths(rec_launch, n_out, n_x, d, answer):
+    out, x = FakeArray(0x10000, (n_out,)), FakeArray(0x20000, (n_x,))
+    launcher = shifted[4, 256]
+    cold, warm, again = (*_launch_twice(rec_launch, launcher, out, x, d), *_launch_twice(rec_launch, launcher, out,
+                                                                                         x, d)[1:])
+    assert cold[0] == "full" and warm[0] == again[0] == "direct"
+    assert warm[1:] == cold[1:] == again[1:]
+    assert cold[3] == (0x10000, n_out, 0x20000, n_x, d, answer, ERROR_RECORD)
+
+
+def test_the_warm_path_remembers_answers_per_extents_and_scalars(rec_launch):
+    out, x = FakeArray(0x10000, (1000,)), FakeArray(0x20000, (1000,))
+    launcher = shifted[4, 256]
+    _launch_twice(rec_launch, launcher, out, x, 0)
+    source = launcher.warm_path.source
+    assert "key = (s0[0], a2, s1[0],)" in source and "ok = M" in source
+    for d in (0, 1, 0, -1, 1):       # answers for other scalars: asked once each, then remembered
+        launcher(out, x, d, device=rec_launch)
+        assert rec_launch.backend.calls[-1][0] == "direct"
+        assert rec_launch.backend.calls[-1][3][5] == int(d == 0)
