@@ -302,12 +302,12 @@ class _Emitter:
         self.wide = Type(i64)
 
     def emit(self, opcode: str, args: tuple, type_: Type, **attrs) -> Value:
-        key = (opcode, tuple(_key(a) for a in args), repr(sorted(attrs.items())), type_)
-        if key not in self.memo:
-            result = Value(type_)
-            self.ops.append(Op(opcode, args, result, attrs))
-            self.memo[key] = result
-        return self.memo[key]
+        key = (opcode, tuple(map(_key, args)), _attrs_key(attrs) if attrs else (), type_)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = Value(type_)
+            self.ops.append(Op(opcode, args, found, attrs))
+        return found
 
     def clone(self, v):
         """The cube-uniform value ``v``, recomputed at the top of the kernel."""
@@ -512,6 +512,15 @@ class _Emitter:
             return v.value <= _INT32_MAX
         op = next((o for o in self.ops if o.result is v), None)
         return op is not None and op.opcode == "cast" and op.args[0].type == Type(INDEX)
+
+
+def _attrs_key(attrs: dict):
+    items = tuple(attrs.items())      # in insertion order: ops made alike share it
+    try:
+        hash(items)
+    except TypeError:             # an attribute that is a list or a dict: its text
+        return repr(items)
+    return items
 
 
 def _key(a):

@@ -18,6 +18,9 @@ class DType:
     bits: int
     numpy_name: str
 
+    def __hash__(self) -> int:       # names are unique
+        return hash(self.name)
+
     @property
     def is_float(self) -> bool:
         return self.kind == "f"
@@ -123,6 +126,9 @@ class Type:
 
     def with_dtype(self, dtype: DType) -> Type:
         return Type(dtype, self.width)
+
+    def __hash__(self) -> int:       # dtype names are unique: cheaper than hashing every field
+        return hash((self.dtype.name, self.width))
 
     def __repr__(self) -> str:
         return self.dtype.name if self.width == 1 else f"line<{self.dtype.name}x{self.width}>"

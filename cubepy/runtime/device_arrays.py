@@ -174,6 +174,20 @@ def _facts_from_raw(raw: Callable[[Any], tuple | None], a) -> tuple | None:
     return None if found is None else (found[0], len(found[1]), found[3], found[4])
 
 
+def _inherited(cls: type) -> Callable[[Any], DeviceArray] | None:
+    """The describer of the nearest registered base class of ``cls``, copied with its other entries
+    to ``cls`` (a ``torch.nn.Parameter`` is read as the ``torch.Tensor`` it is; through the generic
+    interface a CUDA parameter that requires grad refuses ``__cuda_array_interface__``)."""
+    for base in cls.__mro__[1:]:
+        found = _DESCRIBERS.get(base)
+        if found is not None:
+            for table in (_DESCRIBERS, QUICK_FACTS, RAW_READERS, HOST_VIEWS):
+                if base in table:
+                    table[cls] = table[base]
+            return found
+    return None
+
+
 def describer(value) -> Callable[[Any], DeviceArray] | None:
     """How to describe ``value`` as a DeviceArray, or None if it is not a device array."""
     cls = value.__class__
@@ -185,6 +199,8 @@ def describer(value) -> Callable[[Any], DeviceArray] | None:
         if hook is not None:
             hook(sys.modules[cls.__module__.partition(".")[0]])
             found = _DESCRIBERS.get(cls)
+    if found is None:
+        found = _inherited(cls)
     if found is not None:
         return found
     if hasattr(value, "__cuda_array_interface__"):

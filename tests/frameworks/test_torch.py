@@ -103,6 +103,22 @@ def test_a_tensor_that_requires_grad_is_read_but_not_written_while_autograd_reco
         saxpy[2, 256](y, x, 1.0, device=dev)
 
 
+@pytest.mark.parametrize("where", ["cpu", "cuda"])
+def test_a_parameter_is_read_as_the_tensor_it_is(where):
+    # nn.Parameter is a subclass of torch.Tensor; a CUDA one that requires grad refuses
+    # __cuda_array_interface__, which the generic reader asked (examples/torch_op.py on the H200)
+    if where == "cuda" and not CUDA:
+        pytest.skip("needs a CUDA GPU with CuPy")
+    dev = cb.device(where)
+    x = torch.nn.Parameter(torch.rand(300, device=where))
+    y = torch.ones(300, device=where)
+    launcher = saxpy[2, 256]
+    for _ in range(2):                  # the full path, then the warm one
+        launcher(x, y, 2.0, device=dev)
+    dev.synchronize()
+    torch.testing.assert_close(y, 1 + 4 * x.detach())
+
+
 def test_bad_tensors_get_clear_errors_naming_the_parameter():
     dev = cb.device("cpu")
     y = torch.zeros(100)

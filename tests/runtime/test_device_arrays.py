@@ -158,6 +158,29 @@ def test_a_library_array_type_is_registered_when_first_seen():
         del sys.modules["vendorlib"]
 
 
+def test_a_subclass_of_a_registered_array_type_is_read_as_that_type():
+    # torch.nn.Parameter is a torch.Tensor; a CUDA one that requires grad refuses the generic
+    # __cuda_array_interface__, so it must be read by the Tensor's own reader, fast path included
+    from cubepy.runtime.device_arrays import QUICK_FACTS, RAW_READERS, describer
+
+    class Base:
+        @property
+        def __cuda_array_interface__(self):
+            raise RuntimeError("requires grad")
+
+    class Parameter(Base):
+        pass
+
+    def raw(a):
+        return (np.dtype(np.float32), (4,), 1 << 20, True, False, None)
+    register_device_array(Base, lambda b: DeviceArray(b, 1 << 20, (4,), np.dtype(np.float32), False), raw=raw,
+                          platform="cuda")
+    assert describer(Parameter())(Parameter()).ptr == 1 << 20
+    assert RAW_READERS[Parameter] == RAW_READERS[Base] and Parameter in QUICK_FACTS
+    with pytest.raises(TypeError, match="cuda device memory"):
+        copy.launch(1, 4, Parameter(), np.zeros(4, np.float32), device="interp")
+
+
 def test_dlpack_producers_are_asked_for_a_versioned_capsule_on_the_launch_stream(monkeypatch):
     from cubepy.runtime import dlpack
     from cubepy.runtime.device_arrays import from_dlpack
