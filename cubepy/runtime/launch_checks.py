@@ -8,9 +8,9 @@ whole launch is inside, no unit evaluates the cube's test, and the kernel runs t
 unchecked. Where it is not, or where a launch path passes nothing better than False, the cube's
 test decides as before: False is always safe.
 
-`LaunchCheck.evaluate` serves the full launch path (and the interpreter); `LaunchCheck.lines`
-writes the test into the generated warm path, the cube count and extents folded in, so a warm
-launch pays a few integer operations in Python.
+`LaunchCheck.evaluate` serves the full launch path (and the interpreter); the generated warm path
+takes `LaunchCheck.function` with its launch shape folded in and remembers the answers per tuple of
+the extents and scalars the test reads, so a warm launch pays a tuple and a dict lookup.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ _COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _AXES = "xyz"
 _HELPERS = {"_floordiv": semantics.floordiv, "_mod": semantics.mod, "_shl": semantics.shift_left,
-            "_shr": semantics.shift_right, "_wrap": semantics.wrap}
+            "_shr": semantics.shift_right}
 
 
 class LaunchCheck:
@@ -92,8 +92,9 @@ class LaunchCheck:
         return answer
 
     def lines(self, names: dict[Input, str], known: dict[Input, int]) -> tuple[list[str], str]:
-        """Python lines computing the test and the expression of its answer, given an expression
-        for each input (``names``) or its value (``known``, folded in)."""
+        """Python lines computing the test and the expression of its answer, given a plain name
+        for each input (``names``: substituted as they are, so no compound expressions) or its
+        value (``known``, folded in)."""
         values: dict[int, Any] = {}      # value id -> an int/bool constant, or a name (str)
         lines: list[str] = []
 
