@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from .flags import CUDA_FP_FLAGS, HIP_FP_FLAGS, OPENCL_FP_FLAGS
+
 # --- shared tables ------------------------------------------------------------------------
 
 _XYZW = (".x", ".y", ".z", ".w")
@@ -199,7 +201,7 @@ class Dialect:
 
 CUDA = Dialect(
     name="cuda",
-    fp_flags={None: ("--fmad=false",), "algebraic": ("--fmad=true", "--prec-div=false", "--prec-sqrt=false")},
+    fp_flags=CUDA_FP_FLAGS,
     preamble=_CUDA_PREAMBLE,
     kernel_prefix='extern "C" __global__ void{shape}',
     shape_hint=" __launch_bounds__({units})",
@@ -256,7 +258,7 @@ CUDA = Dialect(
 
 HIP = CUDA.with_(
     name="hip",
-    fp_flags={None: ("-ffp-contract=off",), "algebraic": ("-ffp-contract=fast", "-fno-honor-signed-zeros")},
+    fp_flags=HIP_FP_FLAGS,
     preamble=_HIP_PREAMBLE,
     types={**_CUDA_TYPES, "bf16": "hip_bfloat16"},
     type_pragmas={"f16": "#include <hip/hip_fp16.h>", "bf16": "#include <hip/hip_bfloat16.h>"},
@@ -301,7 +303,7 @@ for _d in ("i64", "u64"):
 OPENCL = Dialect(
     name="opencl",
     strict_fp_pragma="#pragma OPENCL FP_CONTRACT OFF",
-    fp_flags={None: (), "algebraic": ("-cl-mad-enable",)},
+    fp_flags=OPENCL_FP_FLAGS,
     preamble=_OPENCL_PREAMBLE,
     kernel_prefix="__kernel{shape} void",
     shape_hint=" __attribute__((reqd_work_group_size({dims})))",

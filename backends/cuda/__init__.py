@@ -21,7 +21,7 @@ import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,9 +47,12 @@ from cubepy.runtime.events import not_recorded
 from cubepy.runtime.launch_checks import launch_in_bounds
 from cubepy.runtime.properties import DeviceProperties
 
-from ..cstyle import CUDA, Rendered, empty_record, oob_error, render
+from ..cstyle.flags import CUDA_FP_FLAGS
 from . import device_query
 from .packing import BUFFER, INLINE, LAUNCH_OK, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
+
+if TYPE_CHECKING:
+    from ..cstyle import Rendered
 
 
 def _cupy():
@@ -168,6 +171,9 @@ class CudaBackend(DeviceBackend):
     # --- compile ------------------------------------------------------------------------
 
     def render(self, kernel: Kernel, properties: DeviceProperties | None = None) -> Rendered:
+        # the renderer and its dialect load here: a kernel restored from the trace index needs neither
+        from ..cstyle import CUDA, render
+
         return render(kernel, CUDA)
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:
@@ -182,12 +188,14 @@ class CudaBackend(DeviceBackend):
         return self._compiled(kernel, properties, pickle.loads(snapshot))
 
     def _compiled(self, kernel: Kernel, properties: DeviceProperties, rendered: Rendered) -> Executable:
+        from ..cstyle.host import empty_record
+
         cp = _cupy()
         index = self._devices.get(properties, 0)
         with cp.cuda.Device(index):
             arch = str(cp.cuda.Device(index).compute_capability)
             options = ("--std=c++17", f"--gpu-architecture=sm_{arch}", "-default-device",
-                       *CUDA.fp_flags[kernel.fastmath])
+                       *CUDA_FP_FLAGS[kernel.fastmath])
             version = str(cp.cuda.runtime.runtimeGetVersion())
             key = hashlib.sha256("\0".join((rendered.source, arch, version, *options)).encode()).hexdigest()
             module, from_disk = self._load(cp, rendered, options, key)
@@ -331,6 +339,8 @@ class CudaBackend(DeviceBackend):
 
         cp = _cupy()
 
+        from ..cstyle.host import oob_error
+
         def out_of_bounds(_detail: int) -> None:
             record = executable.error.get()
             executable.error.fill(0)
@@ -413,6 +423,8 @@ class CudaBackend(DeviceBackend):
         return executable.error is not None
 
     def read_record(self, executable: Executable) -> OutOfBoundsError | None:
+        from ..cstyle.host import oob_error
+
         record = executable.error.get()
         if not record[0]:
             return None

@@ -216,3 +216,17 @@ def test_a_package_adds_a_backend_through_an_entry_point(tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["thirdparty", "55.0"]
+
+
+def test_the_c_style_backends_load_no_renderer_or_dialect_at_import():
+    """The contract asks for backend modules cheap to import (the CUDA probe imports its module
+    first): the renderer and the dialect tables load when a kernel is rendered, and a kernel
+    restored from the trace index needs neither."""
+    code = textwrap.dedent("""
+        import sys
+        import cubepy.backends.cuda
+        print(sorted(m for m in sys.modules if m.startswith("cubepy.backends.cstyle.")))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=subprocess_env()).stdout.strip()
+    assert out == "['cubepy.backends.cstyle.flags']", out
