@@ -67,8 +67,14 @@ _concat = tuple.__add__
 def _cacheable(extent) -> bool:
     """Whether a launch extent can key the launcher cache (ints only, never a bool)."""
     cls = extent.__class__
-    return cls is int or cls is CubeCount or cls is CubeDim or (
-        cls is tuple and all(v.__class__ is int for v in extent))
+    if cls is int or cls is CubeCount or cls is CubeDim:
+        return True
+    if cls is not tuple:
+        return False
+    for v in extent:              # a loop, not all(...): a generator costs a warm launch 0.2 us a tuple
+        if v.__class__ is not int:
+            return False
+    return True
 
 
 class Launcher:
@@ -178,8 +184,9 @@ class KernelFunction:
         else:
             if isinstance(count, np.integer) and isinstance(dim, np.integer):
                 count, dim = int(count), int(dim)           # NumPy ints from array arithmetic
+                config = (count, dim)
             if _cacheable(count) and _cacheable(dim):
-                key = (count, dim)
+                key = config
         if key is not None:
             found = self._launchers.get(key)
             if found is not None:

@@ -125,3 +125,13 @@ def test_compile_takes_named_arguments_and_i32_scalars():
     compiled = fill.compile(out=out, value=7, dim=32, device="interp")
     compiled.launch(2, out, value=-5)
     np.testing.assert_array_equal(out, -5)
+
+
+def test_launchers_are_kept_per_launch_shape_and_a_bool_never_shares_an_ints():
+    assert saxpy[(4,), (256,)] is saxpy[(4,), (256,)]
+    assert saxpy[(4, 2), (32, 8)] is saxpy[(4, 2), (32, 8)]
+    assert saxpy[np.int64(4), np.int64(256)] is saxpy[4, 256]        # NumPy ints from arithmetic
+    assert saxpy[(True,), (256,)] is not saxpy[(1,), (256,)]
+    x = np.ones(1000, np.float32)
+    with pytest.raises(cb.ArgumentValueError, match=r"CubeCount must hold non-negative ints, got \(True, 1, 1\)"):
+        saxpy[(True,), (256,)](x, x.copy(), 1.0)
