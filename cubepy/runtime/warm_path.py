@@ -223,6 +223,8 @@ class _Writer:
                 inputs.append(f"a{i}" if self.classes[i][0] is int else f"int(a{i})")
             elif self._width(i) > 1 and axis[0] == self.specs[i].ndim - 1:
                 inputs.append(f"s{i}[{axis[0]}] // {self._width(i)}")
+            elif self.specs[i].ndim == 1 and i not in self.by_value:
+                inputs.append(f"n{i}")          # the element count, read already
             else:
                 inputs.append(f"s{i}[{axis[0]}]")
         if not inputs:
