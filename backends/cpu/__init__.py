@@ -151,10 +151,13 @@ class CpuBackend(Backend):
 
     # --- device -----------------------------------------------------------------------------
 
-    def probe(self, plane_dim=None, threads=None, races=False, opt_level=3, isa=None, **options) -> DeviceProperties:
+    def probe(self, plane_dim=None, threads=None, races=False, opt_level=3, isa=None, checks_per_cube=True,
+              checks_per_run=True, **options) -> DeviceProperties:
+        """``checks_per_cube=False`` / ``checks_per_run=False`` keep every check at its access (and
+        every guard per unit): the reference the versioned kernels are tested against."""
         if options:
             raise ArgumentValueError(f"unknown option(s) for the CPU device: {', '.join(sorted(options))}; "
-                                     "it takes plane_dim, threads, opt_level and isa")
+                                     "it takes plane_dim, threads, opt_level, isa, checks_per_cube and checks_per_run")
         if isinstance(opt_level, bool) or opt_level not in (0, 1, 2, 3):
             raise ArgumentValueError(f"the CPU device's opt_level must be 0, 1, 2 or 3 (LLVM's -O), got {opt_level!r}")
         from . import jit
@@ -180,13 +183,15 @@ class CpuBackend(Backend):
         features = {"fp16", "fp64", "atomics", "plane_ops", "atomic_f32_add", "atomic_f64_add"}
         features |= {f"simd_f32x{lanes}"} | {f[1:] for f in feats if f[1:] in ("avx2", "avx512f", "fma", "f16c")
                                              and f.startswith("+")}
-        level = ("" if opt_level == 3 else f", LLVM -O{opt_level}") + (", AVX-512 off" if isa == "avx2" else "")
+        level = ("" if opt_level == 3 else f", LLVM -O{opt_level}") + (", AVX-512 off" if isa == "avx2" else "") + (
+            "" if checks_per_cube and checks_per_run else ", checks per access")
         props = DeviceProperties(
             name=f"{host['cpu']} ({threads} threads, {lanes} f32 SIMD lanes{level})", backend=self.name,
             plane_dim=plane_dim, plane_size_min=plane_dim, plane_size_max=plane_dim, max_units_per_cube=1024,
             max_cube_dim=(1024, 1024, 64), max_cube_count=(2**31 - 1, 65535, 65535),
             shared_memory_per_cube=65536, vector_widths=(1, 2, 4, 8, 16), compute_units=threads,
-            features=frozenset(features), checks_per_cube=True, guards_per_cube=True, checks_per_run=True)
+            features=frozenset(features), checks_per_cube=bool(checks_per_cube), guards_per_cube=bool(checks_per_cube),
+            checks_per_run=bool(checks_per_run))
         self._opt_levels[props] = opt_level
         self._isas[props] = isa
         return props

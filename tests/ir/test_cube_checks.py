@@ -183,7 +183,21 @@ def test_loop_counters_at_the_edges_of_i32(name, rng):
         if not -(1 << 31) <= stop < (1 << 31):
             continue
         args = lambda: (x, poisoned(40, np.float32), start, stop, e, d)          # noqa: E731
-        _same(_outcome(window, 3, 16, args(), dev), _outcome(window, 3, 16, args(), "interp"))
+        got = _outcome(window, 3, 16, args(), dev)
+        _same(got, _outcome(window, 3, 16, args(), _per_access(name)))
+        # across devices: the same outcome, outputs and violation; which unit a report names
+        # where units reach theirs at different iterations follows the device's order of units
+        # (docs/design.md, "report_oob"), so it is compared on the same device above
+        _same(_without_unit(got), _without_unit(_outcome(window, 3, 16, args(), "interp")))
+
+
+def _per_access(name: str):
+    """The same device with every check at its access: the reference of a versioned kernel."""
+    return cb.device("cpu", checks_per_cube=False, checks_per_run=False) if name == "cpu" else "interp"
+
+
+def _without_unit(outcome):
+    return (outcome[0], outcome[1].rpartition(" (unit ")[0]) if outcome[0] == "error" else outcome
 
 
 @pytest.mark.parametrize("name", PER_CUBE)
