@@ -132,6 +132,7 @@ class CudaBackend(DeviceBackend):
         self._pending_streams: set[int] = set()    # the streams they were launched on
         self._external_streams: dict[int, Any] = {}   # raw stream handles given to use_stream, wrapped
         self._event_pools: dict[int, list] = {}      # GPU index -> CUDA events free for reuse (CudaEvent)
+        self._interval_pools: dict[int, list] = {}   # GPU index -> raw CUDA event handles free for reuse (CudaInterval)
 
     # --- devices ------------------------------------------------------------------------
 
@@ -402,6 +403,22 @@ class CudaBackend(DeviceBackend):
                 return CudaEvent(cp, pool)
         return CudaEvent(cp, pool)
 
+    def interval(self, properties: DeviceProperties) -> CudaInterval:
+        index = self._devices.get(properties, 0)
+        pool = self._interval_pools.get(index)
+        if pool is None:
+            pool = self._interval_pools[index] = []
+        cp = _cupy()
+        if pool:
+            start = pool.pop()
+        elif self._several_devices:
+            with cp.cuda.Device(index):           # an event belongs to the GPU current at its creation
+                start = cp.cuda.runtime.eventCreate()
+                pool.append(cp.cuda.runtime.eventCreate())     # the stop event, made here for the same reason
+        else:
+            start = cp.cuda.runtime.eventCreate()
+        return CudaInterval(cp.cuda.runtime, pool, _launch_stream(cp), start)
+
     def finish(self, properties: DeviceProperties | None) -> None:
         """Wait for all work on the device, every stream's."""
         cp = _cupy()
@@ -537,6 +554,46 @@ class CudaEvent:
 
     def done(self) -> bool:
         return self._recorded and self._event.done
+
+
+class CudaInterval:
+    """Two CUDA events around launches on one stream, as raw handles from a pool per GPU: a
+    profiled warm launch makes no Python event objects and, once warm, no CUDA events either.
+    Its handles go back to the pool when it is read (every profile reads what it recorded)."""
+
+    __slots__ = ("_rt", "_pool", "_stream", "_start", "_stop", "_ms")
+
+    def __init__(self, rt, pool: list, stream: int, start: int):
+        self._rt, self._pool, self._stream, self._start, self._stop, self._ms = rt, pool, stream, start, 0, None
+        rt.eventRecord(start, stream)
+
+    def stop(self) -> None:
+        pool = self._pool
+        self._stop = pool.pop() if pool else self._rt.eventCreate()
+        self._rt.eventRecord(self._stop, self._stream)
+
+    def discard(self) -> None:
+        self._give_back(self._start)
+        self._start = 0
+
+    def done(self) -> bool:
+        return self._ms is not None or (self._stop != 0 and self._rt.eventQuery(self._stop) == 0)
+
+    def elapsed_ms(self) -> float:
+        if self._ms is None:
+            not_recorded(self._stop == 0 or self._start == 0)
+            self._rt.eventSynchronize(self._stop)
+            self._ms = float(self._rt.eventElapsedTime(self._start, self._stop))
+            self._give_back(self._start)
+            self._give_back(self._stop)
+            self._start = self._stop = 0
+        return self._ms
+
+    def _give_back(self, handle: int) -> None:
+        if len(self._pool) < CudaEvent.POOL_SIZE:
+            self._pool.append(handle)
+        else:
+            self._rt.eventDestroy(handle)
 
 
 class _NvrtcMissing(Exception):

@@ -2,13 +2,10 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [codesize]
+#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [codesize]
 #
-# first:       what was built without a GPU since the last run (docs/device-runs.md, the eleventh
-#              session): the four ptxas seeds replayed, the reproducers, the tests of the CUDA
-#              workarounds, the trace index and the profile, the probe's parts, a fresh process's
-#              cold and warm start, the tests of small read-only arrays passed by value and of checks
-#              per launch (about 6 minutes)
+# first:       what was built without a GPU since the last run (docs/device-runs.md, the fourteenth
+#              session): events and profiling intervals, the nn.Parameter fix (examples/torch_op.py)
 # fir:         FIR with its taps by value: fir_isolation.py and the suite's FIR (about 2 minutes)
 # checks:      checked mode's cost with checks per launch: the suite against Base_CUDA, checked and
 #              unchecked, both sizes (the tenth session's command), and the PTX/SASS counts
@@ -20,6 +17,9 @@
 # launch:      host cost per warm launch of every launch form (profile_launch.py, launch_forms.py)
 # bench:       the GPU benchmarks (bench_gpu.py)
 # rajaperf:    the RAJAPerf apps suite against hand-written CUDA, numba-cuda and Triton
+# queued:      the suite at the default size, checked and unchecked against Base_CUDA, with each sample
+#              enqueued behind a held stream (--timer queued): GPU time without the host's launch rate
+# cold:        a fresh process's cold and warm start on CUDA (cold_start.py)
 # codesize:    PTX and SASS counts of every RAJAPerf kernel, checked and unchecked, per cube
 set -u
 out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -45,21 +45,11 @@ for stage in $stages; do
     echo "=== $stage"
     case $stage in
     first)
-        for seed in 14000430 12004882 14002140 16001842; do
-            timeout 150 python3 -m tests.fuzz --replay $seed --devices cuda --no-shrink 2>&1 | tail -2
-        done | tee "$out/replays.log"
-        for seed in 14000430 17003030; do     # NVIDIA's OpenCL with the inline-PTX workarounds
-            timeout 150 python3 -m tests.fuzz --replay $seed --devices opencl --no-shrink 2>&1 | tail -2
-        done | tee -a "$out/replays.log"
-        timeout 120 python3 -m tests.fuzz.ptxas_repros 2>&1 | tee "$out/ptxas_repros.log" | tail -8
-        CUBEPY_TEST_DEVICES=cuda,opencl timeout 300 python3 -m pytest -p no:cacheprovider -q -rfs \
-            --junitxml "$out/first.xml" tests/gpu/test_cuda_source_semantics.py tests/runtime/test_profile.py \
-            tests/runtime/test_trace_index.py tests/backends/test_contract.py tests/runtime/test_inline_arrays.py \
-            "tests/gpu/test_cuda_device.py::test_launches_the_host_finds_in_bounds_and_others_through_both_paths" \
+        CUBEPY_TEST_DEVICES=cuda timeout 200 python3 -m pytest -p no:cacheprovider -q -rfs \
+            --junitxml "$out/first.xml" tests/runtime/test_events.py tests/runtime/test_profile.py \
+            tests/backends/test_cuda_interval.py tests/runtime/test_device_arrays.py tests/backends/test_contract.py \
             2>&1 | tee "$out/first.log" | tail -6
-        timeout 60 python3 benchmarks/gpu/probe_profile.py 2>&1 | tee "$out/probe_profile.log" | tail -20
-        timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 3 --out "$out/cold_start.json" \
-            2>&1 | tee "$out/cold_start.log" | tail -40 ;;
+        timeout 120 python3 examples/torch_op.py 2>&1 | tail -3 | tee "$out/torch_op.log" ;;
     fuzz)
         # every core but a few (the tests beside it), the workers spread over every GPU of the host:
         # on an 8-GPU, 128-core host about 120 workers, so 20,000 kernels (about 2 s of one core
@@ -78,6 +68,13 @@ for stage in $stages; do
         timeout 420 python3 -m benchmarks.rajaperf --device cuda --sizes default,32x --peers cuda --no-transfer \
             --reps 11 --progress plain --json "$out/rajaperf_checks.json" 2>&1 | tee "$out/rajaperf_checks.log" | tail -40
         timeout 120 python3 -m benchmarks.rajaperf.code_size --sass --per-cube 2>&1 | tee "$out/code_size.log" ;;
+    queued)
+        timeout 300 python3 -m benchmarks.rajaperf --device cuda --sizes default --peers cuda --no-transfer \
+            --reps 21 --timer queued --progress plain --json "$out/rajaperf_queued.json" 2>&1 \
+            | tee "$out/rajaperf_queued.log" | tail -40 ;;
+    cold)
+        timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --out "$out/cold_start.json" \
+            2>&1 | tee "$out/cold_start.log" | tail -40 ;;
     codesize)
         timeout 120 python3 -m benchmarks.rajaperf.code_size --sass --per-cube 2>&1 | tee "$out/code_size.log" ;;
     conformance)

@@ -6,7 +6,7 @@ On ``cuda`` the arrays are CuPy arrays and the peer is ``cupy.RawKernel`` (targe
 RawKernel + 3 us); on ``cpu`` they are NumPy arrays (target: at most 10 us). The FIR rows pass 16
 taps in device memory and as a NumPy array (on CUDA: by value, packed into the launch's
 parameters). Median over rounds of 200 launches, the device synchronized after each round, rounds
-of all forms interleaved.
+of all forms interleaved, the first form of a round rotating. Run it alone on the host (no fuzzer beside it).
 """
 
 from __future__ import annotations
@@ -64,8 +64,11 @@ def measure(fns: dict, sync) -> dict:
         for _ in range(50):
             fn()
     sync()
-    for _ in range(ROUNDS):
-        for name, fn in fns.items():
+    names = list(fns)
+    for round_ in range(ROUNDS):
+        shift = round_ % len(names)                 # who goes first rotates: drift touches all alike
+        for name in names[shift:] + names[:shift]:
+            fn = fns[name]
             start = time.perf_counter()
             for _ in range(CALLS):
                 fn()

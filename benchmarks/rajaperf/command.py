@@ -8,6 +8,7 @@ import sys
 from .machine import banner
 from .report import checksums, plot, table, write_json
 from .suite import Options, run
+from .timing import TIMERS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="reps of ENERGY's six kernels per transfer-study scenario")
     parser.add_argument("--transfer-size", type=int, default=o.transfer_size, help="ENERGY's n in the transfer study")
     parser.add_argument("--no-transfer", action="store_true", help="skip the transfer study")
+    parser.add_argument("--timer", default=o.timer, choices=TIMERS,
+                        help="GPU timing: events around each sample (default), or queued: the sample enqueued "
+                             "behind a held stream, so that events time the GPU's work without the host's "
+                             "launch rate (CUDA)")
     parser.add_argument("--progress", default=o.progress, choices=("auto", "tqdm", "rich", "plain"))
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="draw the ratios per kernel and size (needs matplotlib)")
@@ -36,7 +41,7 @@ def options_from(args: argparse.Namespace) -> Options:
     return Options(kernels=args.kernels, device=args.device, sizes=args.sizes, variants=args.variants,
                    peers=args.peers, reps=args.reps, transfer=not args.no_transfer, transfer_reps=args.transfer_reps,
                    transfer_size=args.transfer_size,
-                   progress=args.progress)
+                   progress=args.progress, timer=args.timer)
 
 
 def bench(args: argparse.Namespace) -> int:

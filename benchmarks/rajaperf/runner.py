@@ -76,9 +76,9 @@ def compare(actual: np.ndarray, expected: np.ndarray, rtol: float) -> tuple[bool
 class KernelRun:
     """One kernel at one size on one device: its problem, reference, contenders and results."""
 
-    def __init__(self, app: App, size: str, device, pairs, peers, samples: int, log=print):
+    def __init__(self, app: App, size: str, device, pairs, peers, samples: int, log=print, timer: str = "events"):
         self.app, self.size, self.device, self.pairs, self.peers = app, size, device, pairs, peers
-        self.samples, self.log = samples, log
+        self.samples, self.log, self.timer = samples, log, timer
         self.memory = memory_for(device)
 
     def run(self) -> dict:
@@ -179,7 +179,7 @@ class KernelRun:
     def _time(self, contenders: list[Contender]) -> None:
         if not contenders:
             return
-        timer = timer_for(self.device)
+        timer = timer_for(self.device, self.timer)
         target = SAMPLE_SECONDS.get(self.device.properties.backend, 0.02)
         batches = {}
         for c in contenders:

@@ -30,6 +30,7 @@ class Options:
     transfer_reps: int = 20
     transfer_size: int = 1_000_000
     progress: str = "auto"
+    timer: str = "events"          # "queued": the GPU's work alone (timing.QueuedEventTimer, CUDA)
 
 
 def select_kernels(text: str) -> list[str]:
@@ -91,7 +92,8 @@ def run(options: Options, log=print) -> dict:
         for size in sizes:
             for name in kernels:
                 try:
-                    row = KernelRun(APPS[name], size, device, pairs, peers, options.reps, log=bar.write).run()
+                    row = KernelRun(APPS[name], size, device, pairs, peers, options.reps, log=bar.write,
+                                    timer=options.timer).run()
                     results["rows"].append(row)
                 except Exception as e:        # one kernel's failure is reported; the others still run
                     results.setdefault("errors", []).append(

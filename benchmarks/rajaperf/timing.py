@@ -1,7 +1,14 @@
 """Timers: the host clock on devices whose launches finish before they return (``cpu``,
 ``interp``), the device's events on GPUs. Both time a batch of reps back to back, as RAJAPerf
 does, and return seconds per rep; `interleaved` takes the median of many samples per contender,
-the contenders taking turns so that drift in the machine's speed touches all alike."""
+the contenders taking turns so that drift in the machine's speed touches all alike.
+
+Events around launches that the host issues more slowly than the GPU runs them time the host's
+launch rate, not the kernels. `QueuedEventTimer` (``--timer queued``, CUDA) holds the stream
+behind a kernel that spins until the host has enqueued the whole sample, as nvbench's blocking
+kernel does, so the events time the GPU's work alone; launch cost is measured on its own
+(``benchmarks/gpu/launch_forms.py``).
+"""
 
 from __future__ import annotations
 
@@ -36,8 +43,76 @@ class EventTimer:
         return stop.elapsed_ms(start) / 1e3 / batch
 
 
-def timer_for(device):
-    return HostTimer() if device.properties.backend in ("cpu", "interp") else EventTimer(device)
+SPIN = r'''
+extern "C" __global__ void cb_bench_hold(volatile int* release, int* timed_out, unsigned long long limit_ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  while (*release == 0) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start > limit_ns) { *timed_out = 1; return; }
+  }
+}'''
+
+
+class QueuedEventTimer(EventTimer):
+    """`EventTimer` with the stream held until the sample is enqueued (CUDA, through CuPy): one
+    thread spins on a flag in mapped host memory that the host sets after the stop event is
+    recorded. The batch is cut so that enqueueing it takes at most ``hold_s`` of host time (the
+    launch queue never fills); a sample whose hold timed out is taken again."""
+
+    LIMIT_NS = 2_000_000_000
+
+    def __init__(self, device, hold_s: float = 0.002):
+        import ctypes
+
+        import cupy as cp
+        super().__init__(device)
+        self.cp, self.hold_s = cp, hold_s
+        self.host = cp.cuda.runtime.hostAlloc(8, 2)              # cudaHostAllocMapped: two ints
+        self.flags = (ctypes.c_int * 2).from_address(self.host)
+        base = cp.cuda.runtime.hostGetDevicePointer(self.host, 0)
+        self.release, self.timed_out = base, base + 4
+        self.hold = cp.RawKernel(SPIN, "cb_bench_hold")
+        self.host_rep_s: dict[int, float] = {}
+
+    def __del__(self):
+        self.cp.cuda.runtime.freeHost(self.host)
+
+    def sample(self, rep: Callable[[], None], batch: int) -> float:
+        cap = self.host_rep_s.get(id(rep))
+        if cap is None:                        # the host time of one rep, measured once
+            t0 = time.perf_counter()
+            rep()
+            self.device.synchronize()
+            cap = self.host_rep_s[id(rep)] = time.perf_counter() - t0
+        batch = max(1, min(batch, int(self.hold_s / max(cap, 1e-9))))
+        for _ in range(3):
+            self.flags[0] = self.flags[1] = 0
+            self.hold((1,), (1,), (self.release, self.timed_out, self.cp.uint64(self.LIMIT_NS)))
+            start, stop = self.device.event(), self.device.event()
+            start.record()
+            for _ in range(batch):
+                rep()
+            stop.record()
+            self.flags[0] = 1
+            seconds = stop.elapsed_ms(start) / 1e3 / batch
+            if not self.flags[1]:
+                return seconds
+        raise RuntimeError("the stream was released by the hold's time limit three times: the launches of "
+                           "one sample did not fit the launch queue")
+
+
+TIMERS = ("events", "queued")
+
+
+def timer_for(device, kind: str = "events"):
+    if device.properties.backend in ("cpu", "interp"):
+        return HostTimer()
+    if kind == "queued":
+        if device.properties.backend != "cuda":
+            raise ValueError(f"--timer queued needs a CUDA device, not {device.properties.backend}")
+        return QueuedEventTimer(device)
+    return EventTimer(device)
 
 
 def batch_size(timer, rep: Callable[[], None], target_s: float, most: int) -> int:

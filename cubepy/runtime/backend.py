@@ -17,7 +17,7 @@ may (the defaults describe a backend whose launches run to completion on host me
   `device_array_platforms`, `disk_cached`, `source_forms`, `runtime_cube_dim` (with
   `prefers_shape_generic`, `accepts_shape_generic`, `units_limit` and `units_bound`);
 - devices: `device_count`, `device_index`;
-- work: `synchronize`, `event`, `use_stream` (with `direct_stream`), `source`, `direct_launcher`,
+- work: `synchronize`, `event` (with `interval`), `use_stream` (with `direct_stream`), `source`, `direct_launcher`,
   `xla_ffi_handler`;
 - reuse across processes: `snapshot` and `restore` (`cubepy.runtime.trace_index`: a later
   process skips the trace and the code generation of a specialization it finds there);
@@ -43,7 +43,7 @@ import numpy as np
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.nodes import Kernel
 from ..ir.types import RUNTIME_CUBE_UNITS
-from .events import Event, HostEvent
+from .events import Event, EventInterval, HostEvent, Interval
 from .properties import DeviceProperties
 
 MUST = ("probe", "compile", "launch")
@@ -151,6 +151,11 @@ class Backend:
     def event(self, properties: DeviceProperties) -> Event:
         """An event on the device's clock; the default reads the host clock after `synchronize`."""
         return HostEvent(lambda: self.synchronize(properties))
+
+    def interval(self, properties: DeviceProperties) -> Interval:
+        """A timed interval starting now (``cb.profile()`` puts one around each launch); the
+        default records two `event`s."""
+        return EventInterval(lambda: self.event(properties))
 
     def use_stream(self, stream: Any, properties: DeviceProperties) -> AbstractContextManager:
         """A context in which launches (the warm path too) go on ``stream``."""

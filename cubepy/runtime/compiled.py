@@ -179,13 +179,12 @@ class CompiledKernel:
                 return self.run_warm(warm, args, None)
         if not PROFILES:
             return warm(args)
-        start = self.device.event()
-        start.record()
+        interval = self.device.backend.interval(self.device.properties)
         if not warm(args):
+            interval.discard()
             return False
-        stop = self.device.event()
-        stop.record()
-        record_launch(self.kernel_name, start, stop)
+        interval.stop()
+        record_launch(self.kernel_name, interval)
         return True
 
     def run_profiled(self, count: tuple, values: list, stream: Any = None) -> None:
@@ -194,12 +193,14 @@ class CompiledKernel:
         if 0 in count:
             return
         if PROFILES:
-            start = self.device.event()
-            start.record()
-            self.run(count, self.cube_dim, values, stream)
-            stop = self.device.event()
-            stop.record()
-            record_launch(self.kernel_name, start, stop)
+            interval = self.device.backend.interval(self.device.properties)
+            try:
+                self.run(count, self.cube_dim, values, stream)
+            except BaseException:
+                interval.discard()
+                raise
+            interval.stop()
+            record_launch(self.kernel_name, interval)
         else:
             self.run(count, self.cube_dim, values, stream)
 

@@ -14,6 +14,7 @@ return, and an event reads the host clock once the device's queued work is done.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -30,6 +31,48 @@ class Event(Protocol):
     def done(self) -> bool:
         """Whether the work before the mark is known to be done, without waiting (False where the
         device cannot tell without waiting)."""
+
+
+class Interval(Protocol):
+    """A timed stretch of a device's launch order: it starts where it is made (on the current
+    stream or queue) and ends at `stop`. ``cb.profile()`` puts one around each launch."""
+
+    def stop(self) -> None:
+        """Mark the end, on the stream the start went on."""
+
+    def discard(self) -> None:
+        """Forget an interval that was not stopped (nothing was launched in it)."""
+
+    def done(self) -> bool:
+        """Whether the work before the end mark is known to be done, without waiting."""
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds from start to end, waiting for the end (nested profiles read it again)."""
+
+
+class EventInterval:
+    """An `Interval` from two events of the device (what a backend without a cheaper one gives)."""
+
+    __slots__ = ("_event", "_start", "_stop")
+
+    def __init__(self, event: Callable[[], Event]):
+        self._event, self._stop = event, None
+        self._start = event()
+        self._start.record()
+
+    def stop(self) -> None:
+        self._stop = self._event()
+        self._stop.record()
+
+    def discard(self) -> None:
+        self._start = None
+
+    def done(self) -> bool:
+        return self._stop is not None and self._stop.done()
+
+    def elapsed_ms(self) -> float:
+        not_recorded(self._stop is None)
+        return self._stop.elapsed_ms(self._start)
 
 
 class HostEvent:

@@ -43,7 +43,7 @@ class Profile:
     """The statistics of a ``with cb.profile()`` block, by kernel name."""
 
     kernels: dict[str, KernelStats] = field(default_factory=dict)
-    _timings: list = field(default_factory=list)       # (kernel, start event, stop event), not read yet
+    _timings: list = field(default_factory=list)       # (kernel, interval), not read yet
     _read_at: int = 64                                  # read the finished ones when this many are pending
 
     def stats(self, name: str) -> KernelStats:
@@ -53,23 +53,23 @@ class Profile:
         return found
 
     def read_finished(self) -> None:
-        """Read the launches whose events are done, oldest first, without waiting: their events
-        go back to the backend (a CUDA event pool) while a long profile runs, so a profiled launch
-        records two events instead of creating them."""
+        """Read the launches whose intervals are done, oldest first, without waiting: their
+        device events go back to the backend's pool while a long profile runs, so a profiled
+        launch records two events instead of creating them."""
         timings, read = self._timings, 0
-        for name, start, stop in timings:
-            if not stop.done():
+        for name, interval in timings:
+            if not interval.done():
                 break
-            self.stats(name).kernel_ms += stop.elapsed_ms(start)
+            self.stats(name).kernel_ms += interval.elapsed_ms()
             read += 1
         del timings[:read]
         self._read_at = len(timings) + 64
 
     def finish(self) -> None:
-        """Read the launches' events (this waits for them) into ``kernel_ms``."""
+        """Read the launches' intervals (this waits for them) into ``kernel_ms``."""
         timings, self._timings = self._timings, []
-        for name, start, stop in timings:
-            self.stats(name).kernel_ms += stop.elapsed_ms(start)
+        for name, interval in timings:
+            self.stats(name).kernel_ms += interval.elapsed_ms()
 
     def table(self) -> str:
         """The statistics as a text table, one row per kernel."""
@@ -133,11 +133,11 @@ def record(name: str, **counts: Any) -> None:
             setattr(stats, key, getattr(stats, key) + value)
 
 
-def record_launch(name: str, start, stop) -> None:
-    """A launch between two recorded events of the device."""
+def record_launch(name: str, interval) -> None:
+    """A launch inside a stopped `cubepy.runtime.events.Interval` of the device."""
     for p in ACTIVE:
         p.stats(name).launches += 1
-        p._timings.append((name, start, stop))
+        p._timings.append((name, interval))
         if len(p._timings) >= p._read_at:
             p.read_finished()
 

@@ -54,3 +54,15 @@ def test_the_command_line_entry_points_answer_help(module):
     root = Path(__file__).resolve().parents[2]          # benchmarks.rajaperf runs from a checkout's root
     done = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=root)
     assert done.returncode == 0 and "--kernels" in done.stdout, done.stderr
+
+
+def test_the_queued_timer_is_for_cuda_and_host_devices_keep_the_host_clock():
+    import cubepy as cb
+    from benchmarks.rajaperf.timing import HostTimer, timer_for
+
+    assert isinstance(timer_for(cb.device("cpu"), "queued"), HostTimer)
+    opencl = cb.device("opencl")
+    if not opencl.available:
+        pytest.skip(f"no OpenCL device: {opencl.reason}")
+    with pytest.raises(ValueError, match="needs a CUDA device"):
+        timer_for(opencl, "queued")

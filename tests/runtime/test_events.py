@@ -43,3 +43,21 @@ def test_an_event_not_recorded_is_an_error():
         stop.elapsed_ms(start)
     with pytest.raises(ValueError, match="not recorded"):
         stop.synchronize()
+
+
+@pytest.mark.filterwarnings("ignore::cubepy.TransferWarning")
+@pytest.mark.parametrize("dev", [p for p in DEVICE_PARAMS if p.values[0][1] in (None, 8)], indirect=True)
+def test_profiled_warm_launches_each_get_an_interval_read_once_by_nested_profiles(dev, rng):
+    x = rng.random(4096).astype(np.float32)
+    y = np.full(4096, np.nan, np.float32)
+    launcher = scale[16, 256]
+    launcher(x, y, device=dev)
+    with cb.profile() as outer:
+        for _ in range(150):                       # past the 64 pending launches a profile reads early
+            launcher(x, y, device=dev)
+        with cb.profile() as inner:
+            launcher(x, y, device=dev)
+    ms_outer, ms_inner = outer.kernels["scale"].kernel_ms, inner.kernels["scale"].kernel_ms
+    assert outer.kernels["scale"].launches == 151 and inner.kernels["scale"].launches == 1
+    assert math.isfinite(ms_outer) and math.isfinite(ms_inner) and ms_outer >= ms_inner >= 0
+    np.testing.assert_array_equal(y, 2 * x)

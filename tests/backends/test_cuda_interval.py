@@ -1,0 +1,64 @@
+"""The CUDA backend's profiling intervals against a stand-in for CuPy's runtime module: raw event
+handles come from a pool and go back to it exactly once (a GPU runs them in tests/runtime/test_events.py)."""
+
+from __future__ import annotations
+
+import pytest
+from cubepy.backends.cuda import CudaEvent, CudaInterval
+
+
+class FakeRuntime:
+    """cupy.cuda.runtime's event calls: handles are ints, an event is done once recorded."""
+
+    def __init__(self):
+        self.created, self.destroyed, self.recorded = 0, [], []
+
+    def eventCreate(self) -> int:
+        self.created += 1
+        return 1000 + self.created
+
+    def eventDestroy(self, handle: int) -> None:
+        self.destroyed.append(handle)
+
+    def eventRecord(self, handle: int, stream: int) -> None:
+        self.recorded.append((handle, stream))
+
+    def eventQuery(self, handle: int) -> int:
+        return 0 if any(h == handle for h, _ in self.recorded) else 600
+
+    def eventSynchronize(self, handle: int) -> None:
+        pass
+
+    def eventElapsedTime(self, start: int, stop: int) -> float:
+        return 0.25
+
+
+def test_an_interval_records_both_ends_on_its_stream_and_gives_its_handles_back_once():
+    rt, pool = FakeRuntime(), []
+    interval = CudaInterval(rt, pool, 77, rt.eventCreate())
+    assert not interval.done()                       # not stopped yet
+    interval.stop()
+    assert [s for _, s in rt.recorded] == [77, 77] and interval.done()
+    assert interval.elapsed_ms() == 0.25 and interval.elapsed_ms() == 0.25   # nested profiles read it twice
+    assert sorted(pool) == [1001, 1002]              # each handle once
+    again = CudaInterval(rt, pool, 5, pool.pop())
+    again.stop()
+    assert rt.created == 2 and pool == []            # a warm profile creates no events
+
+
+def test_a_discarded_interval_gives_its_start_back_and_cannot_be_read():
+    rt, pool = FakeRuntime(), []
+    interval = CudaInterval(rt, pool, 0, rt.eventCreate())
+    interval.discard()
+    assert pool == [1001]
+    with pytest.raises(ValueError, match="not recorded"):
+        interval.elapsed_ms()
+
+
+def test_a_full_pool_destroys_the_handles_it_cannot_keep(monkeypatch):
+    monkeypatch.setattr(CudaEvent, "POOL_SIZE", 1)
+    rt, pool = FakeRuntime(), []
+    interval = CudaInterval(rt, pool, 0, rt.eventCreate())
+    interval.stop()
+    interval.elapsed_ms()
+    assert pool == [1001] and rt.destroyed == [1002]
