@@ -47,7 +47,7 @@ class Memory:
         self._define(op, lambda i: expr)
 
     def _op_launch_in_bounds(self, op: Op) -> None:
-        self._define(op, lambda i: "(cb_launch_ok != 0)")
+        self._define(op, lambda i: "CB_LAUNCH_OK")
 
     def _op_shape(self, op: Op) -> None:
         extent = self.extents[(op.args[0].id, op.attrs["dim"])]

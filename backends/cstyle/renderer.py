@@ -88,6 +88,10 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
         if self.k.launch_test is not None:      # the host's answer to the kernel's launch test
             self.params.append("int cb_launch_ok")
             self.slots.append(ArgSlot("launch_ok"))
+            # a backend may build the source once per answer (-DCB_LAUNCH_OK=1 and =0), each build
+            # without the other's code, and launch the one the host's answer names
+            self.structs["launch_ok"] = ("#ifndef CB_LAUNCH_OK\n#define CB_LAUNCH_OK (cb_launch_ok != 0)\n"
+                                         "#endif")
         if "error" in self.needs:
             self.params.append(f"{d.global_q}int* {d.restrict} cb_err")
             self.slots.append(ArgSlot("error"))

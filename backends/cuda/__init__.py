@@ -18,8 +18,8 @@ import hashlib
 import os
 import pickle
 import threading
+from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,16 +74,48 @@ def cache_dir() -> Path:
     return CACHE.root
 
 
-@dataclass(eq=False)
 class Executable:
-    rendered: Rendered
-    function: Any                       # cupy.cuda.Function: the CUfunction handle is its ptr
-    module: Any                         # kept alive with its functions
-    device_index: int
-    packer: ArgPacker
-    slots: tuple                        # the parameters a launch fills: see parameter_slots
-    error: Any = None                   # cupy int32 array, the error record
-    from_disk: bool = False             # loaded from the disk cache, not compiled
+    """A kernel compiled for one GPU. A kernel with a launch test (checks per launch) is built
+    twice from one source: `proven` with ``CB_LAUNCH_OK=1`` (what runs where the host proved the
+    launch in bounds: the kernel without its checks' code, so with the registers and the load
+    scheduling of the unchecked kernel) at compile time, and `function` with ``CB_LAUNCH_OK=0``
+    (the checks per cube and per access) at the first launch that needs it. A kernel without
+    a launch test has only `function`, built at compile time."""
+
+    __slots__ = ("rendered", "device_index", "packer", "slots", "error", "from_disk", "proven", "_function",
+                 "_build", "_lock", "modules")
+
+    def __init__(self, rendered: Rendered, device_index: int, packer: ArgPacker, slots: tuple, error: Any,
+                 build: Callable[[int | None], tuple]):
+        self.rendered, self.device_index, self.packer, self.slots = rendered, device_index, packer, slots
+        self.error = error
+        self._build, self._lock, self.modules = build, threading.Lock(), []
+        self.proven = self._function = None
+        if any(slot.kind == "launch_ok" for slot in rendered.args):
+            self.proven, self.from_disk = self._built(1)
+        else:
+            self._function, self.from_disk = self._built(None)
+
+    @property
+    def function(self) -> Any:
+        """The driver-level function (``.ptr``: the CUfunction) for launches not proven in bounds."""
+        found = self._function
+        if found is None:
+            with self._lock:
+                if self._function is None:
+                    self._function = self._built(0)[0]
+                found = self._function
+        return found
+
+    @property
+    def any_function(self) -> Any:
+        """A function built already (for attributes both builds share)."""
+        return self.proven if self.proven is not None else self.function
+
+    def _built(self, answer: int | None) -> tuple:
+        function, module, from_disk = self._build(answer)
+        self.modules.append(module)           # kept alive with its functions
+        return function, from_disk
 
 
 def _c_contiguous(a) -> bool:
@@ -117,7 +149,7 @@ class CudaBackend(DeviceBackend):
     def units_limit(self, executable: Executable) -> int:
         # what the driver says, though __launch_bounds__(RUNTIME_CUBE_UNITS) makes ptxas fit 1024
         drv = _cupy().cuda.driver
-        most = drv.funcGetAttribute(drv.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, executable.function.ptr)
+        most = drv.funcGetAttribute(drv.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, executable.any_function.ptr)
         return min(int(most), RUNTIME_CUBE_UNITS)
 
     def units_bound(self, units: int) -> int:
@@ -136,7 +168,7 @@ class CudaBackend(DeviceBackend):
 
     # --- devices ------------------------------------------------------------------------
 
-    def probe(self, index: int = 0, **_) -> DeviceProperties:
+    def probe(self, index: int = 0, checks_per_launch: bool = True, **_) -> DeviceProperties:
         cp = _cupy()
         register_device_array(cp.ndarray, _describe_cupy, raw=_raw_reader(cp), platform="cuda")
         dlpack.CURRENT_STREAM["cuda"] = lambda: cp.cuda.get_current_stream().ptr
@@ -158,7 +190,8 @@ class CudaBackend(DeviceBackend):
         grid_constant = cc >= 70 and cp.cuda.runtime.runtimeGetVersion() >= 11070
         props = DeviceProperties(
             name=f"{name} [{index}] sm_{cc}", backend=self.name, plane_dim=int(a["WarpSize"]), checks_per_cube=True,
-            checks_per_launch=True, checks_per_run=True, inline_array_bytes=INLINE_ARRAY_BYTES if grid_constant else 0,
+            checks_per_launch=checks_per_launch, checks_per_run=True,
+            inline_array_bytes=INLINE_ARRAY_BYTES if grid_constant else 0,
             plane_size_min=int(a["WarpSize"]), plane_size_max=int(a["WarpSize"]),
             max_units_per_cube=int(a["MaxThreadsPerBlock"]),
             max_cube_dim=(int(a["MaxBlockDimX"]), int(a["MaxBlockDimY"]), int(a["MaxBlockDimZ"])),
@@ -195,24 +228,30 @@ class CudaBackend(DeviceBackend):
         index = self._devices.get(properties, 0)
         with cp.cuda.Device(index):
             arch = str(cp.cuda.Device(index).compute_capability)
-            options = ("--std=c++17", f"--gpu-architecture=sm_{arch}", "-default-device",
-                       *CUDA_FP_FLAGS[kernel.fastmath])
+            base = ("--std=c++17", f"--gpu-architecture=sm_{arch}", "-default-device", *CUDA_FP_FLAGS[kernel.fastmath])
             version = str(cp.cuda.runtime.runtimeGetVersion())
-            key = hashlib.sha256("\0".join((rendered.source, arch, version, *options)).encode()).hexdigest()
-            module, from_disk = self._load(cp, rendered, options, key)
-            try:
-                function = module.get_function(rendered.name)
-            except Exception as e:
-                raise ToolchainError(f"NVRTC rejected the generated CUDA code: {e}", kernel.name) from None
-            if rendered.dynamic_shared_bytes:     # opt in to more than 48 KiB of shared memory
-                drv = cp.cuda.driver
-                drv.funcSetAttribute(function.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                     rendered.dynamic_shared_bytes)
+
+            def build(answer: int | None) -> tuple:
+                """(driver function, module, from_disk) of the source built for launches whose
+                launch test answered ``answer`` (None: the kernel has no launch test)."""
+                options = base if answer is None else (*base, f"-DCB_LAUNCH_OK={answer}")
+                key = hashlib.sha256("\0".join((rendered.source, arch, version, *options)).encode()).hexdigest()
+                with cp.cuda.Device(index):
+                    module, from_disk = self._load(cp, rendered, options, key)
+                    try:
+                        function = module.get_function(rendered.name)
+                    except Exception as e:
+                        raise ToolchainError(f"NVRTC rejected the generated CUDA code: {e}", kernel.name) from None
+                    if rendered.dynamic_shared_bytes:     # opt in to more than 48 KiB of shared memory
+                        drv = cp.cuda.driver
+                        drv.funcSetAttribute(function.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             rendered.dynamic_shared_bytes)
+                return getattr(function, "kernel", function), module, from_disk    # the driver-level Function
+
             error = cp.zeros(len(empty_record()), cp.int32) if rendered.sites else None
             constants = {k: error.data.ptr for k, slot in enumerate(rendered.args) if slot.kind == "error"}
             packer = ArgPacker(parameter_codes(rendered), constants, on_new_thread=lambda: cp.cuda.runtime.free(0))
-            function = getattr(function, "kernel", function)    # the driver-level cupy.cuda.Function
-        return Executable(rendered, function, module, index, packer, parameter_slots(rendered), error, from_disk)
+            return Executable(rendered, index, packer, parameter_slots(rendered), error, build)
 
     def _load(self, cp, rendered: Rendered, options, key: str):
         """``(module, from_disk)``: the cubin from the disk cache, NVRTC on a miss (once across
@@ -250,7 +289,7 @@ class CudaBackend(DeviceBackend):
 
     def enqueue(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, bound: list,
                 properties: DeviceProperties) -> None:
-        values = []
+        values, proven = [], False
         for kind, param, extra in executable.slots:
             if kind == BUFFER:
                 buffer = bound[param].buffer
@@ -268,11 +307,13 @@ class CudaBackend(DeviceBackend):
                                              f"its parameter holds {extra}", kernel.name)
                 values.append(data)
             elif kind == LAUNCH_OK:
-                values.append(int(launch_in_bounds(kernel, cube_count, cube_dim, bound)))
+                proven = launch_in_bounds(kernel, cube_count, cube_dim, bound)
+                values.append(int(proven))
             else:
                 v = bound[param]
                 values.append(v if v.__class__ is extra else extra(v))
-        self._enqueue(_cupy(), executable, cube_count, cube_dim, executable.packer.pack(*values))
+        function = executable.proven if proven else executable.function
+        self._enqueue(_cupy(), executable, function, cube_count, cube_dim, executable.packer.pack(*values))
 
     # --- memory: CuPy's pool, in the order of CuPy's current stream -----------------------------
 
@@ -290,11 +331,11 @@ class CudaBackend(DeviceBackend):
     def device_buffer(self, array: DeviceArray, properties: DeviceProperties) -> int:
         return array.ptr              # used in place: the kernel gets the pointer, nothing is copied
 
-    def _enqueue(self, cp, executable: Executable, cube_count, cube_dim, params: int) -> None:
+    def _enqueue(self, cp, executable: Executable, function, cube_count, cube_dim, params: int) -> None:
         if self._several_devices and cp.cuda.runtime.getDevice() != executable.device_index:
             cp.cuda.runtime.setDevice(executable.device_index)
         stream = _launch_stream(cp)
-        cp.cuda.driver.launchKernel(executable.function.ptr, *cube_count, *cube_dim,
+        cp.cuda.driver.launchKernel(function.ptr, *cube_count, *cube_dim,
                                     executable.rendered.dynamic_shared_bytes, stream, params, 0)
         if executable.error is not None:
             self._records()[executable] = None
@@ -308,27 +349,33 @@ class CudaBackend(DeviceBackend):
         slots = tuple((names[kind], param, extra) if kind != SCALAR else ("scalar", param)
                       for kind, param, extra in executable.slots)
         launch_kernel, current_stream, named = cp.cuda.driver.launchKernel, cp.cuda.get_current_stream, _NAMED
-        function, shared = executable.function.ptr, executable.rendered.dynamic_shared_bytes
+        shared = executable.rendered.dynamic_shared_bytes
         (gx, gy, gz), (bx, by, bz) = cube_count, cube_dim
+        # the host's answer to the launch test picks the build (`Executable`); without a launch
+        # test there is one build and no answer (ok stays 1)
+        selector = next((k for k, slot in enumerate(executable.slots) if slot[0] == LAUNCH_OK), None)
+        proven = executable.proven.ptr if executable.proven is not None else executable.function.ptr
         if self._several_devices:
-            def launch(params: int) -> None:
-                self._enqueue(cp, executable, cube_count, cube_dim, params)
+            def launch(params: int, ok: int = 1) -> None:
+                function = executable.proven if ok and executable.proven is not None else executable.function
+                self._enqueue(cp, executable, function, cube_count, cube_dim, params)
         elif executable.error is not None:
             pending, streams = self._records(), self._pending_streams
 
-            def launch(params: int) -> None:
+            def launch(params: int, ok: int = 1) -> None:
                 stream = named.ptr
                 if stream is None:
                     stream = current_stream().ptr
-                launch_kernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, 0)
+                launch_kernel(proven if ok else executable.function.ptr, gx, gy, gz, bx, by, bz, shared, stream,
+                              params, 0)
                 pending[executable] = None
                 streams.add(stream)
         else:
-            def launch(params: int) -> None:
+            def launch(params: int, ok: int = 1) -> None:
                 stream = named.ptr
-                launch_kernel(function, gx, gy, gz, bx, by, bz, shared,
+                launch_kernel(proven if ok else executable.function.ptr, gx, gy, gz, bx, by, bz, shared,
                               current_stream().ptr if stream is None else stream, params, 0)
-        return DirectLauncher(slots, executable.packer.submitter(launch))
+        return DirectLauncher(slots, executable.packer.submitter(launch, selector))
 
     def xla_ffi_handler(self, executable: Executable, kernel: Kernel, properties: DeviceProperties, cube_count,
                         cube_dim, sources: dict, ranks: dict, zeroed: list):

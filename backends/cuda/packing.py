@@ -80,10 +80,24 @@ class ArgPacker:
         self._struct.pack_into(entry[0], 0, *values)
         return entry[1]
 
-    def submitter(self, launch: Callable[[int], None]) -> Callable[..., bool]:
-        """``submit(*values) -> bool``: pack, then ``launch(params_address)``; False, launching
+    def submitter(self, launch: Callable[..., None], selector: int | None = None) -> Callable[..., bool]:
+        """``submit(*values) -> bool``: pack, then ``launch(params_address)`` (with
+        ``values[selector]`` as a second argument where a selector is given); False, launching
         nothing, if a value does not fit."""
         local, new_buffer, pack_into = self._local, self._new_buffer, self._struct.pack_into
+        if selector is not None:
+            def submit_selected(*values) -> bool:
+                try:
+                    entry = local.entry
+                except AttributeError:
+                    entry = new_buffer()
+                try:
+                    pack_into(entry[0], 0, *values)
+                except PackError:
+                    return False
+                launch(entry[1], values[selector])
+                return True
+            return submit_selected
 
         def submit(*values) -> bool:
             try:

@@ -5,11 +5,12 @@
 #   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [codesize]
 #
 # first:       what was built without a GPU since the last run (docs/device-runs.md, the fourteenth
-#              session): events and profiling intervals, the nn.Parameter fix (examples/torch_op.py)
+#              session): events and profiling intervals, the nn.Parameter fix (examples/torch_op.py),
+#              the two builds of a kernel with a launch test
 # fir:         FIR with its taps by value: fir_isolation.py and the suite's FIR (about 2 minutes)
 # checks:      checked mode's cost with checks per launch: the suite against Base_CUDA, checked and
 #              unchecked, both sizes (the tenth session's command), and the PTX/SASS counts
-# fuzz:        the differential fuzzer against cuda (FUZZ_KERNELS kernels, 20000 by default, or
+# fuzz:        the differential fuzzer against cuda, and cuda-cubes by turns (FUZZ_KERNELS kernels, 20000 by default, or
 #              FUZZ_MINUTES), started in the background so the test stages run beside it; the
 #              script waits for it at the end
 # conformance: the conformance suite on CUDA and NVIDIA's OpenCL, the CUDA device tests
@@ -48,6 +49,7 @@ for stage in $stages; do
         CUBEPY_TEST_DEVICES=cuda timeout 200 python3 -m pytest -p no:cacheprovider -q -rfs \
             --junitxml "$out/first.xml" tests/runtime/test_events.py tests/runtime/test_profile.py \
             tests/backends/test_cuda_interval.py tests/runtime/test_device_arrays.py tests/backends/test_contract.py \
+            tests/gpu/test_cuda_device.py tests/runtime/test_launch_checks.py tests/runtime/test_warm_path.py \
             2>&1 | tee "$out/first.log" | tail -6
         timeout 120 python3 examples/torch_op.py 2>&1 | tail -3 | tee "$out/torch_op.log" ;;
     fuzz)
@@ -55,7 +57,7 @@ for stage in $stages; do
         # on an 8-GPU, 128-core host about 120 workers, so 20,000 kernels (about 2 s of one core
         # each, 2026-12-05) fit in one call
         gpus=$(nvidia-smi -L | wc -l)
-        timeout ${FUZZ_TIMEOUT:-560} python3 -m tests.fuzz --devices cuda --workers ${FUZZ_WORKERS:-$(( $(nproc) - 4 ))} \
+        timeout ${FUZZ_TIMEOUT:-560} python3 -m tests.fuzz --devices ${FUZZ_DEVICES:-cuda,cuda-cubes} --alternate --workers ${FUZZ_WORKERS:-$(( $(nproc) - 4 ))} \
             --gpus ${FUZZ_GPUS:-$gpus} \
             --kernels ${FUZZ_KERNELS:-20000} --minutes ${FUZZ_MINUTES:-8} --seed ${FUZZ_SEED:-5000000} --no-shrink \
             >"$out/fuzz.log" 2>&1 &

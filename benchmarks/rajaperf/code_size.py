@@ -5,9 +5,10 @@
 For the plain port of every app, checked and unchecked: the bounds checks left after the trace-time
 proofs (`cubepy.ir.bounds`), and the PTX nvcc makes for sm_90 (instructions, global loads,
 compares, branches). ``--sass`` also counts SASS instructions with cuobjdump where it exists (the
-GPU machine). ``--per-cube`` renders as the cuda backend does (checks per launch, cube and run),
-and ``skipped`` counts the PTX instructions of the cube's test that a launch the host found in
-bounds branches over. The IR is specialized for 32-lane planes on the interpreter, as CUDA specializes it
+GPU machine). ``--per-cube`` renders and builds as the cuda backend does (checks per launch, cube
+and run): the checked columns count the build that runs where the host proved the launch in
+bounds (``-DCB_LAUNCH_OK=1``), and ``unproven ptx`` the build of the other launches
+(``-DCB_LAUNCH_OK=0``). The IR is specialized for 32-lane planes on the interpreter, as CUDA specializes it
 (small read-only host arrays by value included).
 """
 
@@ -46,21 +47,7 @@ def _ptx_counts(ptx: str) -> dict[str, int]:
     return {"ptx": len(instructions),
             "ld.global": sum(bool(re.match(r"ld\.global", s)) for s in instructions),
             "setp": sum(s.startswith("setp") for s in instructions),
-            "bra": sum(bool(re.match(r"(@%p\d+ )?bra", s)) for s in instructions),
-            "skipped": _launch_skips(body)}
-
-
-def _launch_skips(body: list[str]) -> int:
-    """PTX instructions of the cube's test that a launch the host found in bounds branches over
-    (`cubepy.runtime.launch_checks`): the block the branch on ``cb_launch_ok == 0`` goes to, up to
-    the next label; 0 where the kernel has no launch test."""
-    for k, line in enumerate(body):
-        m = re.match(r"@%p\d+ bra\s+(\$L__\w+);", line)
-        if m and k and body[k - 1].startswith("setp.eq.s32") and body[k - 1].endswith(", 0;"):
-            start = body.index(m.group(1) + ":")
-            end = next(j for j in range(start + 1, len(body)) if body[j].startswith("$L__"))
-            return sum(_instruction(s) for s in body[start + 1:end])
-    return 0
+            "bra": sum(bool(re.match(r"(@%p\d+ )?bra", s)) for s in instructions)}
 
 
 def _sass_count(cubin: Path) -> int | None:
@@ -71,11 +58,11 @@ def _sass_count(cubin: Path) -> int | None:
     return sum(bool(re.match(r"\s*/\*[0-9a-f]{4}\*/", line)) for line in listing.splitlines())
 
 
-def count(kernel_ir, folder: Path, sass: bool) -> dict:
+def count(kernel_ir, folder: Path, sass: bool, defines: tuple = ()) -> dict:
     checks = sum(op.opcode == "report_oob" for op in _walk(kernel_ir.body))
     source = folder / f"{kernel_ir.name}.cu"
     source.write_text(render(kernel_ir, CUDA).source)
-    nvcc = ["nvcc", "-arch=sm_90", "-std=c++17", "-w"]
+    nvcc = ["nvcc", "-arch=sm_90", "-std=c++17", "-w", *defines]
     subprocess.run([*nvcc, "-ptx", str(source), "-o", str(source.with_suffix(".ptx"))], check=True)
     row = {"checks": checks, **_ptx_counts(source.with_suffix(".ptx").read_text())}
     if sass:
@@ -96,9 +83,9 @@ def main(argv=None) -> None:
 
     device = cb.device("interp", plane_dim=32, checks_per_cube=opts.per_cube, checks_per_run=opts.per_cube,
                        checks_per_launch=opts.per_cube, inline_array_bytes=INLINE_ARRAY_BYTES)
-    columns = ["checks", "ptx", "ld.global", "setp", "bra"] + (["skipped"] if opts.per_cube else []) + (
-        ["sass"] if opts.sass else [])
-    print(f"{'kernel':<24}" + "".join(f"{c + ' u/c':>16}" for c in columns))
+    columns = ["checks", "ptx", "ld.global", "setp", "bra"] + (["sass"] if opts.sass else [])
+    print(f"{'kernel':<24}" + "".join(f"{c + ' u/c':>16}" for c in columns)
+          + (f"{'unproven ptx':>14}" if opts.per_cube else ""))
     with tempfile.TemporaryDirectory() as tmp:
         for app in APPS.values():
             problem = app.set_up(SIZE)
@@ -110,9 +97,14 @@ def main(argv=None) -> None:
                                                      device=device, checked=checked)
                     folder = Path(tmp) / ("checked" if checked else "unchecked")
                     folder.mkdir(exist_ok=True)
-                    rows[checked] = count(compiled.ir_module, folder, opts.sass)
+                    tested = checked and compiled.ir_module.launch_test is not None
+                    rows[checked] = count(compiled.ir_module, folder, opts.sass,
+                                          ("-DCB_LAUNCH_OK=1",) if tested else ())
+                    if tested:
+                        rows["unproven"] = count(compiled.ir_module, folder, False, ("-DCB_LAUNCH_OK=0",))
                 cells = "".join(f"{f'{rows[False][c]} / {rows[True][c]}':>16}" for c in columns)
-                print(f"{app.name + ' ' + launch.kernel.__name__:<24}{cells}")
+                extra = f"{rows['unproven']['ptx'] if 'unproven' in rows else '-':>14}" if opts.per_cube else ""
+                print(f"{app.name + ' ' + launch.kernel.__name__:<24}{cells}{extra}")
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ def test_a_checked_kernel_reads_the_hosts_answer_before_its_cube_test():
     unsure = next(op for op in compiled.ir_module.body.ops if op.opcode == "if" and not op.attrs)
     assert any(op.opcode == "lt" for op in walk(unsure.blocks[0]))       # the cube's test, only where unsure
     rendered = render(compiled.ir_module, CUDA)
-    assert "int cb_launch_ok" in rendered.source and "(cb_launch_ok != 0)" in rendered.source
+    assert "int cb_launch_ok" in rendered.source and "#define CB_LAUNCH_OK (cb_launch_ok != 0)" in rendered.source
     assert [s.kind for s in rendered.args].count("launch_ok") == 1
 
 
