@@ -70,8 +70,7 @@ class QueuedEventTimer(EventTimer):
         self.cp, self.hold_s = cp, hold_s
         self.host = cp.cuda.runtime.hostAlloc(8, 2)              # cudaHostAllocMapped: two ints
         self.flags = (ctypes.c_int * 2).from_address(self.host)
-        base = cp.cuda.runtime.hostGetDevicePointer(self.host, 0)
-        self.release, self.timed_out = base, base + 4
+        self.release, self.timed_out = self.host, self.host + 4      # one address space (UVA): the same pointers
         self.hold = cp.RawKernel(SPIN, "cb_bench_hold")
         self.host_rep_s: dict[int, float] = {}
 
