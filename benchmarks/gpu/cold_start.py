@@ -57,7 +57,7 @@ CHILD = textwrap.dedent(r'''
     backend = type(dev.backend)
     if where == "cuda":
         import cubepy.backends.cuda as cuda_backend
-        time_calls(stages, cuda_backend, "render", "render")
+        time_calls(stages, backend, "render", "render")
         time_calls(stages, cuda_backend, "_nvrtc_cubin", "NVRTC")
         time_calls(stages, backend, "_load", "disk cache, NVRTC and module load")
     else:
