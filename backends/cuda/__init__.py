@@ -603,6 +603,9 @@ class CudaEvent:
         return self._recorded and self._event.done
 
 
+NOT_READY = 600                # cudaErrorNotReady
+
+
 class CudaInterval:
     """Two CUDA events around launches on one stream, as raw handles from a pool per GPU: a
     profiled warm launch makes no Python event objects and, once warm, no CUDA events either.
@@ -629,8 +632,15 @@ class CudaInterval:
     def elapsed_ms(self) -> float:
         if self._ms is None:
             not_recorded(self._stop == 0 or self._start == 0)
-            self._rt.eventSynchronize(self._stop)
-            self._ms = float(self._rt.eventElapsedTime(self._start, self._stop))
+            rt = self._rt
+            try:                       # most are read done: no call to wait
+                ms = rt.eventElapsedTime(self._start, self._stop)
+            except rt.CUDARuntimeError as e:
+                if e.status != NOT_READY:
+                    raise
+                rt.eventSynchronize(self._stop)
+                ms = rt.eventElapsedTime(self._start, self._stop)
+            self._ms = float(ms)
             self._give_back(self._start)
             self._give_back(self._stop)
             self._start = self._stop = 0

@@ -7,11 +7,19 @@ import pytest
 from cubepy.backends.cuda import CudaEvent, CudaInterval
 
 
-class FakeRuntime:
-    """cupy.cuda.runtime's event calls: handles are ints, an event is done once recorded."""
+class FakeError(Exception):
+    def __init__(self, status: int):
+        self.status = status
 
-    def __init__(self):
-        self.created, self.destroyed, self.recorded = 0, [], []
+
+class FakeRuntime:
+    """cupy.cuda.runtime's event calls: handles are ints, an event is done once recorded and
+    synchronized where ``late`` (eventElapsedTime then raises cudaErrorNotReady until it is)."""
+
+    CUDARuntimeError = FakeError
+
+    def __init__(self, late: bool = False):
+        self.created, self.destroyed, self.recorded, self.late, self.waited = 0, [], [], late, []
 
     def eventCreate(self) -> int:
         self.created += 1
@@ -27,9 +35,11 @@ class FakeRuntime:
         return 0 if any(h == handle for h, _ in self.recorded) else 600
 
     def eventSynchronize(self, handle: int) -> None:
-        pass
+        self.waited.append(handle)
 
     def eventElapsedTime(self, start: int, stop: int) -> float:
+        if self.late and stop not in self.waited:
+            raise FakeError(600)
         return 0.25
 
 
@@ -62,3 +72,14 @@ def test_a_full_pool_destroys_the_handles_it_cannot_keep(monkeypatch):
     interval.stop()
     interval.elapsed_ms()
     assert pool == [1001] and rt.destroyed == [1002]
+
+
+def test_an_interval_read_before_its_work_is_done_waits_for_it_and_one_read_done_does_not():
+    rt, pool = FakeRuntime(late=True), []
+    interval = CudaInterval(rt, pool, 0, rt.eventCreate())
+    interval.stop()
+    assert interval.elapsed_ms() == 0.25 and rt.waited == [1002]
+    rt = FakeRuntime()
+    interval = CudaInterval(rt, [], 0, rt.eventCreate())
+    interval.stop()
+    assert interval.elapsed_ms() == 0.25 and rt.waited == []

@@ -96,3 +96,23 @@ def test_a_long_profile_reads_finished_launches_as_it_goes_and_lets_their_interv
         late.finished = True
     assert most <= 64                             # the backends' events go back to their pools
     assert p.kernels["k"].launches == 1001 and p.kernels["k"].kernel_ms == 1001.0
+
+
+def test_a_profile_reads_the_finished_prefix_with_few_queries():
+    from cubepy.runtime.profiling import record_launch
+
+    class Counted(_Interval):
+        queries = 0
+
+        def done(self) -> bool:
+            Counted.queries += 1
+            return self.finished
+
+    with cb.profile() as p:
+        for _ in range(63):
+            record_launch("k", Counted(True))
+        late = Counted(False)
+        record_launch("k", late)                    # the 64th, not done: the read stops before it
+        assert Counted.queries <= 7
+        late.finished = True
+    assert p.kernels["k"].launches == 64 and p.kernels["k"].kernel_ms == 64.0
