@@ -10,7 +10,7 @@
 # fir:         FIR with its taps by value: fir_isolation.py and the suite's FIR (about 2 minutes)
 # checks:      checked mode's cost with checks per launch: the suite against Base_CUDA, checked and
 #              unchecked, both sizes (the tenth session's command), and the PTX/SASS counts
-# fuzz:        the differential fuzzer against cuda, and cuda-cubes by turns (FUZZ_KERNELS kernels, 20000 by default, or
+# fuzz:        the differential fuzzer against cuda, cuda-cubes and their NVRTC --Ofast-compile=max forms by turns (FUZZ_KERNELS kernels, 20000 by default, or
 #              FUZZ_MINUTES), started in the background so the test stages run beside it; the
 #              script waits for it at the end
 # conformance: the conformance suite on CUDA and NVIDIA's OpenCL, the CUDA device tests
@@ -57,7 +57,7 @@ for stage in $stages; do
         # on an 8-GPU, 128-core host about 120 workers, so 20,000 kernels (about 2 s of one core
         # each, 2026-12-05) fit in one call
         gpus=$(nvidia-smi -L | wc -l)
-        timeout ${FUZZ_TIMEOUT:-560} python3 -m tests.fuzz --devices ${FUZZ_DEVICES:-cuda,cuda-cubes} --alternate --workers ${FUZZ_WORKERS:-$(( $(nproc) - 4 ))} \
+        timeout ${FUZZ_TIMEOUT:-560} python3 -m tests.fuzz --devices ${FUZZ_DEVICES:-cuda,cuda-fast,cuda-cubes,cuda-cubes-fast} --alternate --workers ${FUZZ_WORKERS:-$(( $(nproc) - 4 ))} \
             --gpus ${FUZZ_GPUS:-$gpus} \
             --kernels ${FUZZ_KERNELS:-20000} --minutes ${FUZZ_MINUTES:-8} --seed ${FUZZ_SEED:-5000000} --no-shrink \
             >"$out/fuzz.log" 2>&1 &
