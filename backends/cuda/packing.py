@@ -85,19 +85,6 @@ class ArgPacker:
         ``values[selector]`` as a second argument where a selector is given); False, launching
         nothing, if a value does not fit."""
         local, new_buffer, pack_into = self._local, self._new_buffer, self._struct.pack_into
-        if selector is not None:
-            def submit_selected(*values) -> bool:
-                try:
-                    entry = local.entry
-                except AttributeError:
-                    entry = new_buffer()
-                try:
-                    pack_into(entry[0], 0, *values)
-                except PackError:
-                    return False
-                launch(entry[1], values[selector])
-                return True
-            return submit_selected
 
         def submit(*values) -> bool:
             try:
@@ -108,7 +95,10 @@ class ArgPacker:
                 pack_into(entry[0], 0, *values)
             except PackError:
                 return False
-            launch(entry[1])
+            if selector is None:
+                launch(entry[1])
+            else:
+                launch(entry[1], values[selector])
             return True
         return submit
 

@@ -229,11 +229,17 @@ def test_preloaded_arrays_take_the_direct_warm_path(cuda_device):
         launcher(x_dev, x_dev, 2.0, device=cuda_device)
 
 
-@cb.kernel
-def _shifted(out: cb.Mut[cb.Array[cb.f32]], x: cb.Array[cb.f32], d: cb.i32):
-    i = cb.ABSOLUTE_POS
-    if i < len(out):
-        out[i] = x[i + d]
+def _make_shifted():
+    """A fresh kernel object (its compiled kernels and launchers its own) each call."""
+    @cb.kernel
+    def _shifted(out: cb.Mut[cb.Array[cb.f32]], x: cb.Array[cb.f32], d: cb.i32):
+        i = cb.ABSOLUTE_POS
+        if i < len(out):
+            out[i] = x[i + d]
+    return _shifted
+
+
+_shifted = _make_shifted()
 
 
 def test_launches_the_host_finds_in_bounds_and_others_through_both_paths(cuda_device):
@@ -256,23 +262,17 @@ def test_launches_the_host_finds_in_bounds_and_others_through_both_paths(cuda_de
             cuda_device.synchronize()
 
 
-@cb.kernel
-def _shifted_again(out: cb.Mut[cb.Array[cb.f32]], x: cb.Array[cb.f32], d: cb.i32):
-    i = cb.ABSOLUTE_POS
-    if i < len(out):
-        out[i] = x[i + d]
-
-
 def test_a_launch_proven_in_bounds_runs_the_build_without_checks_and_the_others_build_the_checked_one(cuda_device):
     """A kernel with a launch test is built with CB_LAUNCH_OK=1 at compile time; the build with
     the checks (CB_LAUNCH_OK=0) is made at the first launch the host cannot prove, by either path,
     and reports that launch's access."""
     cp = pytest.importorskip("cupy")
     x = np.arange(1003, dtype=np.float32)
-    compiled = _shifted_again.compile(cp.zeros(1000, cp.float32), cp.asarray(x), 0, dim=256, device=cuda_device)
+    shifted = _make_shifted()
+    compiled = shifted.compile(cp.zeros(1000, cp.float32), cp.asarray(x), 0, dim=256, device=cuda_device)
     executable = compiled.executable
     assert executable.proven is not None and len(executable.modules) == 1
-    launcher = _shifted_again[4, 256]
+    launcher = shifted[4, 256]
     for _ in range(3):                             # cold, then the direct warm path
         out = cp.full(1000, cp.nan, cp.float32)
         launcher(out, cp.asarray(x), 3, device=cuda_device)
