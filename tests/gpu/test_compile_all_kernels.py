@@ -87,6 +87,18 @@ def test_every_conformance_and_example_kernel_compiles_as_cuda_for_sm90(kernels,
     assert not failed, f"{len(failed)} of {len(chosen)} failed:\n\n" + "\n\n".join(failed[:5])
 
 
+@pytest.mark.parametrize("answer", [1, 0])
+def test_kernels_with_a_launch_test_compile_in_the_cuda_backends_two_builds(kernels, tmp_path, answer):
+    """The CUDA backend builds a kernel with a launch test with -DCB_LAUNCH_OK=1 and =0 (the
+    build a proven launch runs, and the one with the checks): both compile for every such kernel."""
+    nvcc = _compiler("nvcc")
+    chosen = [k for k in kernels if k.plane_dim == 32 and k.launch_test is not None]
+    assert len(chosen) >= 20, f"only {len(chosen)} kernels have a launch test"
+    failed = compile_batched(chosen, CUDA, [nvcc, "-arch=sm_90", "-std=c++17", "-w", "-cubin",
+                                            f"-DCB_LAUNCH_OK={answer}"], ".cu", tmp_path)
+    assert not failed, f"{len(failed)} of {len(chosen)} failed:\n\n" + "\n\n".join(failed[:5])
+
+
 def test_every_conformance_and_example_kernel_compiles_as_hip_for_gfx90a(kernels, tmp_path):
     hipcc = _compiler("hipcc")
     wave64 = [k for k in kernels if k.plane_dim == 64]
