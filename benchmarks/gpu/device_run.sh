@@ -12,7 +12,8 @@
 #              unchecked, both sizes (the tenth session's command), and the PTX/SASS counts
 # fuzz:        the differential fuzzer against cuda, cuda-cubes and their NVRTC --Ofast-compile=max forms by turns (FUZZ_KERNELS kernels, 20000 by default, or
 #              FUZZ_MINUTES), started in the background so the test stages run beside it; the
-#              script waits for it at the end
+#              script waits for it at the end. FUZZ_STATE=FILE makes it one run over several
+#              calls (tests/fuzz/resume.py)
 # conformance: the conformance suite on CUDA and NVIDIA's OpenCL, the CUDA device tests
 # frameworks:  PyTorch/JAX/DLPack, Dask and disk-cache tests on CUDA, the examples, the framework benchmark
 # launch:      host cost per warm launch of every launch form (profile_launch.py, launch_forms.py)
@@ -60,6 +61,7 @@ for stage in $stages; do
         timeout ${FUZZ_TIMEOUT:-560} python3 -m tests.fuzz --devices ${FUZZ_DEVICES:-cuda,cuda-fast,cuda-cubes,cuda-cubes-fast} --alternate --workers ${FUZZ_WORKERS:-$(( $(nproc) - 4 ))} \
             --gpus ${FUZZ_GPUS:-$gpus} \
             --kernels ${FUZZ_KERNELS:-20000} --minutes ${FUZZ_MINUTES:-8} --seed ${FUZZ_SEED:-5000000} --no-shrink \
+            ${FUZZ_STATE:+--state "$FUZZ_STATE"} \
             >"$out/fuzz.log" 2>&1 &
         fuzz_pid=$! ;;
     fir)
@@ -109,4 +111,7 @@ for stage in $stages; do
 done
 if [ -n "${fuzz_pid:-}" ]; then
     wait "$fuzz_pid"; echo "fuzz exit $?"; tail -25 "$out/fuzz.log"
+    # a resumable run (FUZZ_STATE, e.g. .devtmp/fuzz_run.jsonl: ignored, so it stays on a warm
+    # machine between calls; carry it to a fresh one) comes back with the call's files too
+    if [ -n "${FUZZ_STATE:-}" ]; then cp "$FUZZ_STATE" "$out/"; fi
 fi

@@ -7,6 +7,9 @@
     python -m tests.fuzz --devices cpu,opencl --alternate      # each kernel on one of them, in turn
     python -m tests.fuzz --cuda-source 16001842 > k.cu          # a seed's kernel as the cuda backend
                                                                # renders it (no GPU needed: for nvcc, SASS)
+    python -m tests.fuzz --devices cuda --kernels 20000 --seed 30000000 --state run.jsonl --minutes 9
+                                                               # one run over several calls: each call
+                                                               # goes on where the last one stopped
 
 ``--devices`` takes backends (``cpu`` runs at plane sizes 8, 32, 1 and 64 by turns, or give ``cpu-p64``;
 ``cpu-O1`` takes the turns at LLVM -O1, as CI does; ``interp-gpu`` is the interpreter running the
@@ -93,6 +96,9 @@ def main(argv=None) -> int:
     ap.add_argument("--gpus", type=int, default=1,
                     help="spread the workers over this many GPUs (worker k on GPU k mod N; a many-core "
                          "host with several GPUs runs many workers)")
+    ap.add_argument("--state", default=None, metavar="FILE",
+                    help="a resumable run: each finished kernel is kept in FILE (JSON lines); a later call with "
+                         "the same FILE runs the seeds not done yet and prints the whole run's tally")
     ap.add_argument("--cuda-source", type=int, default=None, metavar="SEED",
                     help="print one seed's kernel as CUDA source, as the cuda backend renders it, and stop")
     args = ap.parse_args(argv)
@@ -117,11 +123,23 @@ def main(argv=None) -> int:
     first = args.seed if args.seed is not None else int(time.time()) % 1_000_000 * 1000
     count = args.kernels
     seeds = range(first, first + count) if count else itertools.count(first)
+    state = None
+    if args.state:
+        from .resume import RunState
+
+        state = RunState(args.state, first, count, devices, args.alternate)
+        first, devices = state.header["first"], state.header["devices"]
+        assign = _targets(devices, state.header["alternate"])
+        seeds = state.seeds
+        print(f"resuming {args.state}: {len(state.done)} of {state.header['kernels']} kernels done in "
+              f"{state.calls} calls", flush=True)
     deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
     print(f"fuzzing {devices} from seed {first} with {args.workers} workers", flush=True)
     done = [0]
 
     def progress(out):
+        if state is not None:
+            state.record(out)
         done[0] += 1
         for target, (status, detail) in out["targets"].items():
             if status in ("mismatch", "error", "crash"):
@@ -132,6 +150,10 @@ def main(argv=None) -> int:
         if done[0] % 200 == 0:
             print(f"... {done[0]} kernels", flush=True)
     tally = campaign(seeds, assign, args.workers, args.size, deadline, progress, gpus=args.gpus)
+    if state is not None:
+        tally = state.finish(tally)
+        left = state.header["kernels"] - tally.kernels
+        print(f"the run {args.state}: {state.calls} calls, " + (f"{left} kernels left" if left else "complete"))
     print(tally.table())
     for seed, target, status, detail, devices in tally.failures[:20]:
         _report_failure(seed, target, status, detail, devices, not args.no_shrink)

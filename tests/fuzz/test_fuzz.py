@@ -16,6 +16,7 @@ shrinks it.
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -284,3 +285,24 @@ def test_the_models_fused_multiply_add_overflows_to_infinity_as_ieee_does():
     assert _fma(np.float32(3e38), np.float32(3e38), np.float32(0.0), "f32") == np.float32(np.inf)
     biggest = np.finfo(np.float64).max
     assert _fma(biggest, 1.0, 1.0, "f64") == biggest
+
+
+def test_a_run_with_a_state_file_goes_on_where_the_last_call_stopped(tmp_path, capsys):
+    """A call that stopped after two of five seeds (its outcomes in the state file): the next
+    call runs the other three only, and prints the tally of all five."""
+    from .__main__ import main
+    from .campaign import check
+    from .resume import RunState
+
+    path = tmp_path / "run.jsonl"
+    first = 8_800_000
+    state = RunState(path, first, 5, ["interp-p32-gpu"], False)
+    for seed in (first, first + 1):
+        state.record(check(seed, ("interp-p32-gpu",), size=10))
+    state.finish(type(state.previous)(seconds=1.0))
+    assert main(["--state", str(path), "--workers", "1", "--size", "10", "--no-shrink"]) == 0
+    out = capsys.readouterr().out
+    assert "resuming" in out and "2 of 5 kernels done in 1 calls" in out
+    assert "2 calls, complete" in out and out.count("5 kernels (") == 1
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert sorted(line["seed"] for line in lines if "seed" in line) == list(range(first, first + 5))
