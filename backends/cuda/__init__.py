@@ -13,7 +13,8 @@
 
 Options: ``cb.device("cuda", index=1, checks_per_launch=True, fast_compile=None)``.
 ``fast_compile`` ("min", "mid" or "max", NVRTC 12.9 on) is NVRTC's ``--Ofast-compile``: shorter
-compiles for slower code (a random fuzz kernel builds about 2.5x faster at "max"); the fuzzer's
+compiles for slower code (fuzz kernels build 2.3-2.7x faster at "max":
+``benchmarks/cpu/nvrtc_options.py``); the fuzzer's
 ``cuda-fast`` target.
 """
 
@@ -715,9 +716,9 @@ def _nvrtc_version() -> tuple:
 
 def _minimal_option() -> tuple:
     """NVRTC's ``-minimal`` (12.4 on), which leaves out the texture, device-runtime and CUDA
-    runtime API declarations the generated code never uses: the same cubin, 4 ms less a compile
-    (every conformance kernel's source checked with NVRTC 13.5: identical cubins, 39.6 -> 35.2 ms
-    median on the 2-core machine). Empty where NVRTC is older or its version unknown."""
+    runtime API declarations the generated code never uses: the same cubin, about 4 ms less a
+    compile (`benchmarks/cpu/nvrtc_options.py`: every conformance kernel's source, identical
+    cubins with NVRTC 13.5). Empty where NVRTC is older or its version unknown."""
     return ("-minimal",) if _nvrtc_version() >= (12, 4) else ()
 
 

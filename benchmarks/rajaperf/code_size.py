@@ -5,11 +5,11 @@
 For the plain port of every app, checked and unchecked: the bounds checks left after the trace-time
 proofs (`cubepy.ir.bounds`), and the PTX nvcc makes for sm_90 (instructions, global loads,
 compares, branches). ``--sass`` also counts SASS instructions with cuobjdump where it exists (the
-GPU machine). ``--per-cube`` renders and builds as the cuda backend does (checks per launch, cube
-and run): the checked columns count the build that runs where the host proved the launch in
-bounds (``-DCB_LAUNCH_OK=1``), and ``unproven ptx`` the build of the other launches
-(``-DCB_LAUNCH_OK=0``). The IR is specialized for 32-lane planes on the interpreter, as CUDA specializes it
-(small read-only host arrays by value included).
+GPU machine) and the registers ptxas gives the kernel. ``--per-cube`` renders and builds as the
+cuda backend does (checks per launch, cube and run): the checked columns count the build that
+runs where the host proved the launch in bounds (``-DCB_LAUNCH_OK=1``), and ``unproven ptx`` the
+build of the other launches (``-DCB_LAUNCH_OK=0``). The IR is specialized for 32-lane planes on
+the interpreter, as CUDA specializes it (small read-only host arrays by value included).
 """
 
 from __future__ import annotations
@@ -66,8 +66,12 @@ def count(kernel_ir, folder: Path, sass: bool, defines: tuple = ()) -> dict:
     subprocess.run([*nvcc, "-ptx", str(source), "-o", str(source.with_suffix(".ptx"))], check=True)
     row = {"checks": checks, **_ptx_counts(source.with_suffix(".ptx").read_text())}
     if sass:
-        subprocess.run([*nvcc, "-cubin", str(source), "-o", str(source.with_suffix(".cubin"))], check=True)
-        row["sass"] = _sass_count(source.with_suffix(".cubin"))
+        cubin = source.with_suffix(".cubin")
+        built = subprocess.run([*nvcc, "-cubin", "-Xptxas", "-v", str(source), "-o", str(cubin)], check=True,
+                               capture_output=True, text=True)
+        row["sass"] = _sass_count(cubin)
+        used = re.search(r"Used (\d+) registers", built.stdout + built.stderr)
+        row["regs"] = int(used.group(1)) if used else None
     return row
 
 
@@ -83,7 +87,7 @@ def main(argv=None) -> None:
 
     device = cb.device("interp", plane_dim=32, checks_per_cube=opts.per_cube, checks_per_run=opts.per_cube,
                        checks_per_launch=opts.per_cube, inline_array_bytes=INLINE_ARRAY_BYTES)
-    columns = ["checks", "ptx", "ld.global", "setp", "bra"] + (["sass"] if opts.sass else [])
+    columns = ["checks", "ptx", "ld.global", "setp", "bra"] + (["sass", "regs"] if opts.sass else [])
     print(f"{'kernel':<24}" + "".join(f"{c + ' u/c':>16}" for c in columns)
           + (f"{'unproven ptx':>14}" if opts.per_cube else ""))
     with tempfile.TemporaryDirectory() as tmp:
