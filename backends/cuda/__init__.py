@@ -459,9 +459,7 @@ class CudaBackend(DeviceBackend):
 
     def event(self, properties: DeviceProperties) -> CudaEvent:
         index = self._devices.get(properties, 0)
-        pool = self._event_pools.get(index)
-        if pool is None:
-            pool = self._event_pools[index] = []
+        pool = self._event_pools.setdefault(index, [])
         cp = _cupy()
         if not pool and self._several_devices:
             with cp.cuda.Device(index):           # a new event belongs to the GPU current at its creation
@@ -470,9 +468,7 @@ class CudaBackend(DeviceBackend):
 
     def interval(self, properties: DeviceProperties) -> CudaInterval:
         index = self._devices.get(properties, 0)
-        pool = self._interval_pools.get(index)
-        if pool is None:
-            pool = self._interval_pools[index] = []
+        pool = self._interval_pools.setdefault(index, [])
         cp = _cupy()
         if pool:
             start = pool.pop()
