@@ -60,6 +60,8 @@ class Arithmetic:
         32- and 64-bit signed arithmetic signed, so the compiler may fold it into addresses."""
         if code in COMPARE:
             return self._compare(code, dtype, a, b)
+        if code == "div" and dtype.is_float and (b_value is None or b_value == 0):
+            b = self._opaque_divisor(b, dtype)
         if code in OPERATORS:
             return self._operator(code, dtype, a, b, nowrap)
         if code in ("min", "max"):
@@ -148,6 +150,16 @@ class Arithmetic:
         body = self.d.sign_extend.format(bits=bits, mask=(1 << bits) - 1, sign=1 << (bits - 1))
         return self._helper(name, f"{self.d.device_fn} int {name}(unsigned int x) {{\n{body}\n}}")
 
+    def _opaque_divisor(self, b: str, dtype: DType) -> str:
+        """The divisor ``b`` through the dialect's opaque identity, where it has one."""
+        ft = DTYPES_BY_NAME["f32"] if dtype.name in HALF else dtype
+        body = self.d.opaque_divisor.get(ft.name)
+        if body is None:
+            return b
+        ct, name = self._c(ft), f"cb_opaque_{ft.name}"
+        self._helper(name, f"{self.d.device_fn} {ct} {name}({ct} x) {{\n{body}\n}}")
+        return f"{name}({self._up(b, dtype)})"
+
     def _minmax_helper(self, code: str, dtype: DType) -> str:
         """Float min/max with one rule on every device (cubepy.ir.semantics): NaN wins, and of
         -0.0 and +0.0 min is -0.0, max +0.0 (the OR / AND of the bit patterns of equal operands).
@@ -182,7 +194,8 @@ class Arithmetic:
                         f"  if (m != 0) {{ if ((y < 0) != (m < 0)) m += y; }} else m = {cps}(({ft})0, y);\n"
                         f"  return {self._down('m', dtype)};")
             else:
-                body = (f"{ft} x = ({ft})a, y = ({ft})b, m = {fmod}(x, y);\n"
+                computed = DTYPES_BY_NAME["f32"] if dtype.name in HALF else dtype
+                body = (f"{ft} x = ({ft})a, y = {self._opaque_divisor(f'({ft})b', computed)}, m = {fmod}(x, y);\n"
                         f"  if (y == 0) return {self._down('x / y', dtype)};\n"
                         f"  {ft} d = (x - m) / y;\n"
                         f"  if (m != 0 && ((y < 0) != (m < 0))) d -= 1;\n"

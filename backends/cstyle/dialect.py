@@ -179,6 +179,14 @@ class Dialect:
     # (sm_90) turned a select of -1.0f and -0.0f into a select of the integers -1 and 0 and a
     # conversion, which gives +0.0 (docs/fuzzing.md)
     negative_zero_f32: str = ""
+    # compute type ("f32", "f64") -> the body of a helper ``T f(T x)`` returning x through an
+    # operation the compiler cannot see through, wrapped around every float divisor that is not a
+    # nonzero constant; without one, a plain division. CUDA: NVVM's sign analysis takes a divisor
+    # it believes not less than zero (a -0.0 constant, or u * -0.0 for an unsigned u) for
+    # non-negative, so it held (u8 / -0.0) non-negative and dropped the test `<= -128` of the i8
+    # conversion of the -inf it is (fuzz seed 21101614), and folded `u / (v * -0.0f) < -128.0f`
+    # to false (docs/fuzzing.md)
+    opaque_divisor: dict = field(default_factory=dict)
     # statements, C's by default (WGSL spells them otherwise): a value's definition, a variable's
     # declaration, an endless loop's head, the test of a ``for`` whose step has a sign known only
     # at run time, and the value of a ``select``
@@ -249,6 +257,11 @@ CUDA = Dialect(
                  "  return r;\n#else\n  return (int)((x & {mask}u) ^ {sign}u) - {sign};\n#endif"),
     narrow_min_max="(({t}){op}(({w})({a}), ({w})({b})))",
     min_max_of_negation="({b} ^ (({a} ^ {b}) & -({t})({a} {cmp} {b})))",
+    # an inline PTX move: NVVM's analyses stop at it, ptxas removes it
+    opaque_divisor={
+        t: (f"#ifdef __CUDA_ARCH__\n  {c} y;\n  asm(\"mov.b{bits} %0, %1;\" : \"={k}\"(y) : \"{k}\"(x));\n"
+            f"  return y;\n#else\n  return x;\n#endif")
+        for t, c, bits, k in (("f32", "float", 32, "f"), ("f64", "double", 64, "d"))},
     # the sign bit or'ed with a bit that is always 0 but that neither NVVM nor ptxas can prove 0
     # (bit 31 of %tid.x, read in inline PTX): a plain `mov.b32 0x80000000` is a constant to ptxas,
     # which folded it into the integer select again in larger kernels (seeds 12004882, 14000430)
@@ -277,6 +290,7 @@ HIP = CUDA.with_(
     narrow_min_max="",
     min_max_of_negation="",
     negative_zero_f32="",
+    opaque_divisor={},
 )
 
 _OCL_TYPES = {
@@ -349,13 +363,15 @@ OPENCL = Dialect(
     min_max_of_negation=CUDA.min_max_of_negation,
 )
 
-# NVIDIA's OpenCL platform: its compiler takes inline PTX (`__asm__`), so CUDA's two workarounds
-# of ptxas written in it apply there too, in OpenCL C (no host branch: the source only ever
+# NVIDIA's OpenCL platform: its compiler takes inline PTX (`__asm__`), so CUDA's workarounds of
+# NVVM and ptxas written in it apply there too, in OpenCL C (no host branch: the source only ever
 # builds for the GPU)
 OPENCL_NVIDIA = OPENCL.with_(
     sign_extend="  int r;\n  __asm__(\"cvt.s32.s{bits} %0, %1;\" : \"=r\"(r) : \"r\"(x));\n  return r;",
     negative_zero_f32=("  uint t;\n  __asm__(\"mov.u32 %0, %%tid.x;\" : \"=r\"(t));\n"
                        "  return as_float(0x80000000u | (t >> 31));"),
+    opaque_divisor={t: f"  {c} y;\n  __asm__(\"mov.b{bits} %0, %1;\" : \"={k}\"(y) : \"{k}\"(x));\n  return y;"
+                    for t, c, bits, k in (("f32", "float", 32, "f"), ("f64", "double", 64, "d"))},
 )
 
 

@@ -102,6 +102,29 @@ def test_float_to_integer_conversion_truncates_saturates_and_maps_nan_to_zero(de
     np.testing.assert_array_equal(out, _saturate(x, dst))
 
 
+@cb.kernel
+def quotients_by_signed_zero(x: Array[u8], o: Mut[Array[i8]], f: Mut[Array[i8]], q: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        o[i] = i8(f64(x[i]) / -0.0)                     # -inf, NaN for 0: -128 and 0
+        f[i] = i8(f64(x[i]) // -0.0)                    # floor division by zero divides
+        q[i] = i32(f32(x[i]) / (f32(x[0]) * -0.0) < -128.0)    # a -0.0 made at run time
+
+
+def test_a_quotient_by_negative_zero_is_negative_and_saturates_on_conversion(dev, rng):
+    # NVVM held a u8 over -0.0 non-negative and dropped the `<= -128` test of the conversion
+    # (fuzz seed 21101614; tests/gpu/test_cuda_source_semantics.py has the PTX)
+    require_dtype(dev, "float64")
+    x = rng.integers(0, 256, 300).astype(np.uint8)
+    x[:3] = (5, 0, 255)
+    o, f, q = poisoned(300, np.int8), poisoned(300, np.int8), poisoned(300, np.int32)
+    quotients_by_signed_zero.launch(3, 128, x, o, f, q, device=dev)
+    want = np.where(x == 0, 0, -128).astype(np.int8)
+    np.testing.assert_array_equal(o, want)
+    np.testing.assert_array_equal(f, want)
+    np.testing.assert_array_equal(q, (x != 0).astype(np.int32))
+
+
 def _shift_model(x: np.ndarray, n: np.ndarray, left: bool) -> np.ndarray:
     bits = x.dtype.itemsize * 8
     out = []

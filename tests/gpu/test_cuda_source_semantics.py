@@ -270,15 +270,17 @@ def test_a_min_or_max_of_a_negation_is_not_a_min_instruction_on_cuda(tmp_path):
 
 
 def test_nvidias_opencl_takes_cudas_inline_ptx_workarounds(tmp_path):
-    """NVIDIA's OpenCL builds through the same ptxas: its dialect wraps narrow integers with
-    `cvt.s32.s16` and makes -0.0f from %tid.x in inline PTX, as CUDA does; clang's nvptx OpenCL
-    target takes the source and keeps both in its PTX (NVIDIA's own OpenCL compiler is the GPU
-    machine's)."""
+    """NVIDIA's OpenCL builds through the same NVVM and ptxas: its dialect wraps narrow integers
+    with `cvt.s32.s16`, makes -0.0f from %tid.x and moves float divisors in inline PTX, as CUDA
+    does; clang's nvptx OpenCL target takes the source and keeps all three in its PTX (NVIDIA's
+    own OpenCL compiler is the GPU machine's)."""
     clang = opencl_clang()
     cases = [(neg_sign, (np.zeros(4, np.int16), np.zeros(4, np.int16), np.zeros(4, np.int8), np.zeros(4, np.int8)),
               ("cvt.s32.s16", "cvt.s32.s8")),
              (negative_zero_select, (np.zeros(4, np.int8), np.zeros(4, np.float32), np.zeros(4, np.float32), 0),
-              ("%tid.x",))]
+              ("%tid.x",)),
+             (divide_by_negative_zero, (np.zeros(4, np.uint8), np.zeros(4, np.int32), np.zeros(4, np.int32)),
+              ("mov.b64 %fd", "mov.b32 %f"))]
     for kernel, args, wanted in cases:
         ir = _ir(kernel, *args)
         plain, nvidia = render(ir, OPENCL).source, render(ir, OPENCL_NVIDIA).source
@@ -294,3 +296,34 @@ def test_nvidias_opencl_takes_cudas_inline_ptx_workarounds(tmp_path):
             assert text in ptx, (text, ptx[-2000:])
         if kernel is negative_zero_select:
             assert "0f80000000" not in ptx
+
+
+@cb.kernel
+def divide_by_negative_zero(x: Array[u8], o: Mut[Array[i32]], q: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        o[i] = i32(i8(f64(x[i]) / -0.0))               # -inf (NaN for 0): i8 saturates it to -128
+        q[i] = i32(f32(x[i]) / (f32(x[0]) * -0.0) < -128.0)    # -0.0 at run time: -inf < -128
+
+
+def test_a_float_divisor_is_opaque_to_nvvm_which_takes_negative_zero_for_non_negative(tmp_path):
+    # NVVM's sign analysis held (u8 / -0.0) non-negative: it dropped the `<= -128` test of the
+    # i8 conversion of the -inf it is (cvt.rzi then gave 0, fuzz seed 21101614 on the H200) and
+    # folded the f32 comparison to false. Every divisor but a nonzero constant goes through an
+    # inline PTX move that NVVM cannot see through.
+    args = (np.zeros(4, np.uint8), np.zeros(4, np.int32), np.zeros(4, np.int32))
+    src = render(_ir(divide_by_negative_zero, *args), CUDA).source
+    assert src.count("cb_opaque_f64((-0.0))") == 1 and src.count("/ cb_opaque_f32(") == 1, src
+    ptx = _nvcc(tmp_path, src, "divide_by_negative_zero", "ptx")
+    assert "0dC060000000000000" in ptx, ptx        # i8's floor, -128.0, is still compared with
+    assert "0fC3000000" in ptx, ptx                # and so is the f32 comparison's -128.0f
+    halved = render(_ir(half_of, np.zeros(4), np.zeros(4)), CUDA).source
+    assert "cb_opaque" not in halved and "/ 2.0" in halved     # a nonzero constant stays a constant
+    # the meaning on every device: tests/conformance/test_semantics.py
+
+
+@cb.kernel
+def half_of(x: Array[f64], o: Mut[Array[f64]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        o[i] = x[i] / 2.0
