@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))      # the repository root
 from benchmarks.fresh_process import child_env, describe, warm_up  # noqa: E402
 
 CHILD = textwrap.dedent(r'''
-    import json, sys, time
+    import json, os, sys, time
     stages = {}
     t0 = time.perf_counter()
     import numpy as np
@@ -74,9 +74,17 @@ CHILD = textwrap.dedent(r'''
         if i < len(x):
             y[i] = a * x[i] + y[i]
 
+    profile_to = os.environ.get("COLD_START_PROFILE")
+    if profile_to:                  # --profile: cProfile around the first launch call
+        import cProfile
+        profiler = cProfile.Profile()
+        profiler.enable()
     t2 = time.perf_counter()
     saxpy[16, 256](x, y, 2.0, device=dev)
     t3 = time.perf_counter()
+    if profile_to:
+        profiler.disable()
+        profiler.dump_stats(profile_to)
     dev.synchronize()
     t4 = time.perf_counter()
     stages["first launch call (restore or trace and compile, launch)"] = t3 - t2
@@ -93,10 +101,12 @@ def write_script(folder: str) -> str:
     return script
 
 
-def run(device: str, cache: str, bytecode: bool, trace_index: bool = True) -> dict:
+def run(device: str, cache: str, bytecode: bool, trace_index: bool = True, profile: str | None = None) -> dict:
     script = write_script(cache)
     env = child_env(cache, bytecode)
     env["CUBEPY_TRACE_INDEX"] = "1" if trace_index else "0"
+    if profile:
+        env["COLD_START_PROFILE"] = profile
     done = subprocess.run([sys.executable, script, device, str(ROOT)], capture_output=True, text=True,
                           env=env, timeout=300)
     if done.returncode:
@@ -109,6 +119,9 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="after the runs, one more cold process under cProfile: print its N costliest "
+                             "calls (cumulative) in the first launch call")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="the children compile every module from source (benchmarks/fresh_process.py)")
     args = parser.parse_args()
@@ -134,6 +147,14 @@ def main() -> None:
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)
+    if args.profile:
+        import pstats
+
+        with tempfile.TemporaryDirectory() as cache:
+            stats_file = os.path.join(cache, "cold.prof")
+            run(args.device, cache, bytecode, profile=stats_file)
+            print("cold first launch call under cProfile (cumulative):")
+            pstats.Stats(stats_file).sort_stats("cumulative").print_stats(args.profile)
 
 
 if __name__ == "__main__":

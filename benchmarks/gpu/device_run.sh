@@ -2,7 +2,7 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [codesize]
+#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [codesize] [replay] [tests]
 #
 # first:       what was built without a GPU since the last run (docs/device-runs.md, the fourteenth
 #              session): events and profiling intervals, the nn.Parameter fix (examples/torch_op.py),
@@ -23,6 +23,9 @@
 #              enqueued behind a held stream (--timer queued): GPU time without the host's launch rate
 # cold:        a fresh process's cold and warm start on CUDA (cold_start.py)
 # codesize:    PTX and SASS counts of every RAJAPerf kernel, checked and unchecked, per cube
+# tests:       pytest on TESTS (files or folders) with CUBEPY_TEST_DEVICES=TEST_DEVICES (default cuda,opencl)
+# replay:      run one fuzz seed (REPLAY_SEED) on REPLAY_DEVICES (default cuda), shrink it if it fails
+#              and print the small kernel
 set -u
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 stages=${*:-conformance frameworks launch bench rajaperf}
@@ -77,8 +80,14 @@ for stage in $stages; do
             --reps 21 --timer queued --progress plain --json "$out/rajaperf_queued.json" 2>&1 \
             | tee "$out/rajaperf_queued.log" | tail -40 ;;
     cold)
-        timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --out "$out/cold_start.json" \
-            2>&1 | tee "$out/cold_start.log" | tail -40 ;;
+        timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --profile ${COLD_PROFILE:-0} --out "$out/cold_start.json" \
+            2>&1 | tee "$out/cold_start.log" | tail -120 ;;
+    tests)
+        CUBEPY_TEST_DEVICES=${TEST_DEVICES:-cuda,opencl} timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q \
+            -p no:cacheprovider -rfs --junitxml "$out/tests.xml" ${TESTS:?set TESTS} 2>&1 | tee "$out/tests.log" | tail -15 ;;
+    replay)
+        timeout ${REPLAY_TIMEOUT:-400} python3 -m tests.fuzz --replay "${REPLAY_SEED:?set REPLAY_SEED}" \
+            --devices ${REPLAY_DEVICES:-cuda} 2>&1 | tee "$out/replay.log" | tail -80 ;;
     codesize)
         timeout 120 python3 -m benchmarks.rajaperf.code_size --sass --per-cube 2>&1 | tee "$out/code_size.log" ;;
     conformance)
