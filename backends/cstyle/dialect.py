@@ -9,7 +9,7 @@ the renderer's methods only where WGSL differs by more than a spelling.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from cubepy.record import Record
 
 from .flags import CUDA_FP_FLAGS, HIP_FP_FLAGS, OPENCL_FP_FLAGS
 
@@ -83,8 +83,7 @@ _OPENCL_PREAMBLE = """\
 """
 
 
-@dataclass(frozen=True)
-class Dialect:
+class Dialect(Record):
     """Everything the renderer needs to know about one C dialect."""
 
     name: str
@@ -109,8 +108,8 @@ class Dialect:
     atomics: dict[tuple[str, str], str]    # (op, dtype) -> native call with {p} {v} {cmp}
     cas: dict[int, str]                    # word bits -> compare-and-swap call with {p} {cmp} {v}, returns old
     bitcast: str                           # {to} {x}: reinterpret bits between types of one size
-    storage: dict[str, str] = field(default_factory=dict)  # dtype -> dtype held in memory, where it differs
-    param_storage: dict[str, str] = field(default_factory=dict)  # dtype -> dtype of a scalar kernel argument
+    storage: dict[str, str] = {}  # dtype -> dtype held in memory, where it differs
+    param_storage: dict[str, str] = {}  # dtype -> dtype of a scalar kernel argument
     # plane ops: "shuffle" (hardware shuffles and ballot) or "local" (emulated through shared memory)
     plane_mode: str = "shuffle"
     shfl: str = ""                         # {mask} {x} {lane} {width}: read x of lane
@@ -121,17 +120,17 @@ class Dialect:
     # "local" mode: plane ops the device runs natively on its sub-groups, opcode -> (the extension
     # it needs, the call with {x}); the backend keeps those the device has. Shuffles all go through
     # the "plane_shuffle" entry with a computed source lane ({x}, {lane}).
-    subgroup_ops: dict[str, tuple[str, str]] = field(default_factory=dict)
+    subgroup_ops: dict[str, tuple[str, str]] = {}
     extensions: tuple[str, ...] = ()       # #pragma lines for dtypes/atomics that need them
     shared_static_limit: int | None = None  # bytes of static shared memory; above it dynamic shared memory
     dynamic_shared: str = ""               # declaration of the dynamic shared memory array (bytes)
     size_t: str = "size_t"
-    type_pragmas: dict[str, str] = field(default_factory=dict)  # dtype or extension used -> its #include/#pragma
+    type_pragmas: dict[str, str] = {}  # dtype or extension used -> its #include/#pragma
     # Floating point: without fastmath nothing may be contracted or approximated, so results match
     # the interpreter and NumPy bit for bit; "algebraic" allows contraction, reciprocals and
     # approximate functions, never finite-math assumptions. A pragma in the source, or compiler flags.
     strict_fp_pragma: str = ""
-    fp_flags: dict = field(default_factory=dict)   # fastmath (None or "algebraic") -> compiler flags
+    fp_flags: dict = {}   # fastmath (None or "algebraic") -> compiler flags
     # before a loop that must stay a loop: ptxas (CUDA 13) fails register allocation ("C7600 ...
     # register count of 7") on the fully unrolled 31-shuffle loop of a partial plane's reduction
     no_unroll: str = ""
@@ -157,7 +156,7 @@ class Dialect:
     flag_continues: bool = False
     # f64 -> narrower float conversions that round once ({x}); without one, f64 -> f16 goes
     # through float rounded to odd (plain `(half)(float)x` would round twice)
-    from_double: dict = field(default_factory=dict)
+    from_double: dict = {}
     # the body of a helper ``int f(unsigned int x)`` that sign-extends the low {bits} bits of x,
     # through an operation the compiler cannot see through; without one, an 8- or 16-bit signed
     # wrap is plain C arithmetic. CUDA: NVVM turns the arithmetic into 16-bit PTX ops (a negation
@@ -186,7 +185,7 @@ class Dialect:
     # non-negative, so it held (u8 / -0.0) non-negative and dropped the test `<= -128` of the i8
     # conversion of the -inf it is (fuzz seed 21101614), and folded `u / (v * -0.0f) < -128.0f`
     # to false (docs/fuzzing.md)
-    opaque_divisor: dict = field(default_factory=dict)
+    opaque_divisor: dict = {}
     # statements, C's by default (WGSL spells them otherwise): a value's definition, a variable's
     # declaration, an endless loop's head, the test of a ``for`` whose step has a sign known only
     # at run time, and the value of a ``select``
@@ -204,7 +203,7 @@ class Dialect:
     generic_shape_hint: str = ""
 
     def with_(self, **changes) -> Dialect:
-        return replace(self, **changes)
+        return self.replace(**changes)
 
 
 CUDA = Dialect(

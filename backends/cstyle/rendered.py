@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from cubepy.errors import CubeTypeError
 from cubepy.ir.nodes import Op, SourceLoc
+from cubepy.record import Record
 
 MAX_DIMS = 8
 # [flag, site, unit x y z, cube x y z, index (low, high) x MAX_DIMS, extent x MAX_DIMS], int32 words;
@@ -16,8 +15,7 @@ EXTENT_WORDS = INDEX_WORDS + 2 * MAX_DIMS
 ERROR_WORDS = EXTENT_WORDS + MAX_DIMS
 
 
-@dataclass(frozen=True)
-class ArgSlot:
+class ArgSlot(Record):
     """One kernel argument: ``kind`` is "buffer", "shape" (extent ``dim`` of param ``param``),
     "scalar" (passed as NumPy type ``numpy``), "inline" (the array's bytes by value, in a cell of
     ``nbytes``), "launch_ok" (the host's answer to the launch test, an int:
@@ -30,8 +28,7 @@ class ArgSlot:
     nbytes: int = 0
 
 
-@dataclass(frozen=True)
-class OOBSite:
+class OOBSite(Record):
     """A ``report_oob`` of the kernel: which array, its rank, where in the user's source."""
 
     array: str
@@ -50,8 +47,7 @@ def add_oob_site(op: Op, sites: list[OOBSite], kernel_name: str) -> tuple[int, i
     return len(sites) - 1, n, indices
 
 
-@dataclass
-class Rendered:
+class Rendered(Record, frozen=False):
     name: str
     source: str
     args: list[ArgSlot]
@@ -59,7 +55,7 @@ class Rendered:
     units: int | str                   # units per cube: a number, or a C expression (shape-generic)
     plane_dim: int
     dynamic_shared_bytes: int
-    alignments: dict[int, int] = field(default_factory=dict)   # param index -> byte alignment needed
+    alignments: dict[int, int] = {}   # param index -> byte alignment needed
     subgroups: bool = False            # plane ops on the device's sub-group builtins (OpenCL)
     kernel_name: str = ""              # the kernel's own name, for messages (``name`` is its symbol)
 
