@@ -23,7 +23,10 @@ A CubeDim shares it only where that loses nothing (docs/design.md, "Shape-generi
 - it keeps exactly the run-time bounds checks, and the per-cube or per-run versions of them, of
   the static trace for this CubeDim: where the static shape lets the compiler prove more, it
   specializes. A generic kernel with no run-time check left (unchecked, or every access proven)
-  is used without tracing the static one: nothing could be proven more;
+  is used without tracing the static one: nothing could be proven more; so is one whose code for
+  launches the host proves in bounds has none (a launch test, and every report in the checked
+  copy of the per-cube test): the static trace could only shorten the checked copy, which runs
+  where the host could not prove the launch;
 - the executable takes that many units (`Backend.units_limit`: CUDA's register use may allow
   fewer than 1024).
 
@@ -64,12 +67,34 @@ def check_profile(kernel: Kernel) -> tuple:
     return tuple(proven), reports, per_cube, per_run, kernel.launch_test is not None
 
 
+def checked_where_proven(kernel: Kernel) -> bool:
+    """Whether a check is left in the code that launches the host proves in bounds run: a
+    report outside the checked copies (the else sides of the per-cube test, which such a launch
+    never takes), or no launch test at all."""
+    if kernel.launch_test is None:
+        return True
+
+    def reports(block) -> bool:
+        for op in block.ops:
+            if op.opcode == "report_oob":
+                return True
+            inner = op.blocks[:1] if op.opcode == "if" and op.attrs.get("cube_checks") else op.blocks
+            if any(reports(b) for b in inner):
+                return True
+        return False
+    return reports(kernel.body)
+
+
 class _Generic:
     """One shape-generic trace of a kernel for one device, and its executable once compiled."""
 
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
         self.profile = check_profile(kernel)
+        # compared with the static trace's only where that could find checks the generic one
+        # keeps on the launches that matter: none left at all, or none where the host proved the
+        # launch (the static trace could only shorten the checked copy of the other launches)
+        self.compare = self.profile[1:] != (0, 0, 0, False) and checked_where_proven(kernel)
         self.executable: Any = None
         self.limit = RUNTIME_CUBE_UNITS
 
@@ -85,7 +110,8 @@ class ShapeGenericCache:
         """``(generic kernel, executable)`` to use for ``spec`` instead of its own trace (``static()``),
         or None: ``spec`` specializes on its CubeDim. ``compile_`` builds the executable the first
         time. A generic kernel left with no run-time check at all (unchecked, or every access
-        proven) needs no comparison, so ``static`` is traced only where checks remain."""
+        proven), or none on the launches the host proves (`checked_where_proven`), needs no
+        comparison, so ``static`` is traced only where checks remain there."""
         units = math.prod(spec.cube_dim)
         if not _enabled(dev) or units > RUNTIME_CUBE_UNITS or units == 1:
             return None
@@ -95,7 +121,7 @@ class ShapeGenericCache:
         if key not in self._entries:
             self._entries[key] = self._trace(generic_spec, dev, trace)
         entry = self._entries[key]
-        if entry is None or entry.profile[1:] != (0, 0, 0, False) and entry.profile != check_profile(static()):
+        if entry is None or entry.compare and entry.profile != check_profile(static()):
             return None
         if entry.executable is None:
             try:

@@ -165,6 +165,39 @@ def test_checked_mode_still_reports_out_of_bounds_in_a_shape_generic_kernel(back
     assert off_by_one.compile(x, y, dim=(16, 2, 1), device=dev).shape_generic
 
 
+def test_a_kernel_whose_proven_launches_run_no_check_is_traced_once_and_still_reports(monkeypatch):
+    # with a launch test, and every report in the per-cube test's checked copy, the static trace
+    # could only shorten that copy: it is not traced to compare (a cold compile traces once)
+    import cubepy.runtime.kernel as kernel_module
+
+    traced = []
+    real = kernel_module.trace_kernel
+    monkeypatch.setattr(kernel_module, "trace_kernel",
+                        lambda fn, spec, name: traced.append(spec) or real(fn, spec, name))
+
+    @cb.kernel
+    def scaled(x: Array[f32], y: Mut[Array[f32]], a: f32):
+        i = cb.ABSOLUTE_POS
+        if i < len(x):
+            y[i] = a * x[i] + y[i]
+
+    dev = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_launch=True, checks_per_run=True,
+                    shape_generic=True)
+    x, y = np.arange(100, dtype=np.float32), np.ones(100, np.float32)
+    scaled[4, 32](x, y, 2.0, device=dev)
+    assert scaled.compile(x, y, 2.0, dim=32, device=dev).shape_generic
+    assert [spec.cube_dim for spec in traced] == [(None, 1, 1)]         # the generic trace alone
+    np.testing.assert_array_equal(y, 2 * x + 1)
+    with pytest.raises(cb.OutOfBoundsError, match="'y'"):              # y shorter than x: its checked copy
+        scaled[4, 32](x, np.ones(50, np.float32), 2.0, device=dev)
+        cb.synchronize(dev)
+    # a check left where the host proved the launch (an index the host cannot bound) still
+    # compares with the static trace
+    traced.clear()
+    strided_rows[2, 64](np.ones((2, 100), np.float32), np.zeros((2, 100), np.float32), device=dev)
+    assert len(traced) == 2
+
+
 def test_a_compile_error_is_the_one_of_the_static_trace():
     @cb.kernel
     def bad(x: Array[f32], y: Mut[Array[i32]]):
