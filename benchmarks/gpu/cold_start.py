@@ -67,6 +67,7 @@ CHILD = textwrap.dedent(r'''
     time_calls(stages, backend, "compile", "backend compile (total)")
     import cubepy.runtime.trace_index as trace_index
     time_calls(stages, trace_index, "restore", "trace index: look up, check the reads, restore")
+    time_calls(stages, trace_index, "store", "trace index: store")
 
     @cb.kernel
     def saxpy(x: Array[f32], y: Mut[Array[f32]], a: f32):
