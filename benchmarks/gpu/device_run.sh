@@ -2,7 +2,7 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [codesize] [replay] [tests]
+#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [codesize] [replay] [tests] [matvec]
 #
 # first:       what was built without a GPU since the last run (docs/device-runs.md, the fourteenth
 #              session): events and profiling intervals, the nn.Parameter fix (examples/torch_op.py),
@@ -23,6 +23,7 @@
 #              enqueued behind a held stream (--timer queued): GPU time without the host's launch rate
 # cold:        a fresh process's cold and warm start on CUDA (cold_start.py)
 # codesize:    PTX and SASS counts of every RAJAPerf kernel, checked and unchecked, per cube
+# matvec:      MATVEC_3D_STENCIL's ports checked and unchecked, tuned and strict (matvec_isolation.py)
 # tests:       pytest on TESTS (files or folders) with CUBEPY_TEST_DEVICES=TEST_DEVICES (default cuda,opencl)
 # replay:      run one fuzz seed (REPLAY_SEED) on REPLAY_DEVICES (default cuda), shrink it if it fails
 #              and print the small kernel
@@ -82,6 +83,8 @@ for stage in $stages; do
     cold)
         timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --profile ${COLD_PROFILE:-0} --out "$out/cold_start.json" \
             2>&1 | tee "$out/cold_start.log" | tail -120 ;;
+    matvec)
+        timeout 240 python3 benchmarks/gpu/matvec_isolation.py 2>&1 | tee "$out/matvec_isolation.log" ;;
     tests)
         CUBEPY_TEST_DEVICES=${TEST_DEVICES:-cuda,opencl} timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q \
             -p no:cacheprovider -rfs --junitxml "$out/tests.xml" ${TESTS:?set TESTS} 2>&1 | tee "$out/tests.log" | tail -15 ;;
