@@ -27,6 +27,7 @@ class RunState:
         if self.path.exists():
             self._load()
         else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)     # a fresh machine lacks the folder
             with self.path.open("w") as f:
                 f.write(json.dumps({"run": self.header}) + "\n")
 

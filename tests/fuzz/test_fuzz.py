@@ -294,7 +294,7 @@ def test_a_run_with_a_state_file_goes_on_where_the_last_call_stopped(tmp_path, c
     from .campaign import check
     from .resume import RunState
 
-    path = tmp_path / "run.jsonl"
+    path = tmp_path / "not-made-yet" / "run.jsonl"        # a fresh GPU machine has no such folder
     first = 8_800_000
     state = RunState(path, first, 5, ["interp-p32-gpu"], False)
     for seed in (first, first + 1):
