@@ -11,6 +11,7 @@ import pytest
 import cubepy as cb
 from cubepy import Array, Mut, f32, f64, i32
 from tests.conftest import poisoned
+from tests.kernels import saxpy
 
 SHAPES = [(32, 1, 1), (64, 1, 1), (256, 1, 1), (1024, 1, 1), (16, 2, 1), (8, 4, 2), (4, 4, 4), (2, 8, 1)]
 
@@ -175,12 +176,7 @@ def test_a_kernel_whose_proven_launches_run_no_check_is_traced_once_and_still_re
     monkeypatch.setattr(kernel_module, "trace_kernel",
                         lambda fn, spec, name: traced.append(spec) or real(fn, spec, name))
 
-    @cb.kernel
-    def scaled(x: Array[f32], y: Mut[Array[f32]], a: f32):
-        i = cb.ABSOLUTE_POS
-        if i < len(x):
-            y[i] = a * x[i] + y[i]
-
+    scaled = cb.kernel(saxpy.__wrapped__)        # a kernel of its own: nothing traced before
     dev = cb.device("interp", plane_dim=32, checks_per_cube=True, checks_per_launch=True, checks_per_run=True,
                     shape_generic=True)
     x, y = np.arange(100, dtype=np.float32), np.ones(100, np.float32)
