@@ -133,7 +133,11 @@ def _skip_rest(ops: list[Op], which: set[int], flag: Var) -> tuple[list[Op], boo
 
 def _own(block: Block, opcode: str, live: bool = False) -> list[Op]:
     """The ``break`` or ``continue`` ops of the loop whose body is ``block`` (not of nested
-    loops); with ``live``, only those on a side of an ``if`` that a constant condition takes."""
+    loops); with ``live``, only those that may run: on a side of an ``if`` that a constant
+    condition takes, and not after a statement that always leaves (``if i32(K) > 2: break``
+    with K a Comptime 4 makes a ``continue`` after it dead: counted, it kept a loop that runs
+    once a loop on PoCL, which then let every work-item through a guard in it, CI seed
+    655010257)."""
     found = []
     for op in block.ops:
         if op.opcode == opcode:
@@ -141,6 +145,8 @@ def _own(block: Block, opcode: str, live: bool = False) -> list[Op]:
         elif op.opcode not in ("for", "loop"):
             for b in (_taken(op) if live else op.blocks):
                 found += _own(b, opcode, live)
+        if live and (op.opcode in ("break", "continue", "return") or _always_leaves([op])):
+            break
     return found
 
 

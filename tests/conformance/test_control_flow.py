@@ -541,6 +541,38 @@ def test_a_guard_in_a_barrier_loop_that_always_breaks_holds_back_the_units_it_sh
 
 
 @cb.kernel
+def a_barrier_loop_left_by_a_constant_if(x: Array[i32], out: Mut[Array[i32]], nu: i32, K: Comptime[int]):
+    g = cb.ABSOLUTE_POS
+    for k in range(x[0] % 4):
+        cb.sync_cube()
+        if g < nu:
+            out[g] = x[1] + k
+        if i32(K) > 2:                  # a typed constant: an `if` on True, not a Python branch
+            break
+        p = cb.plane_min(i16(1))  # noqa: F841 (dead where K > 2, as is the continue)
+        continue
+
+
+@pytest.mark.parametrize("runs", [True, False])
+def test_a_guard_in_a_barrier_loop_a_constant_if_always_leaves_holds_back_the_units_it_should(dev, rng, runs):
+    # CI fuzz seed 655010257 on PoCL: the dead `continue` after `if True: break` kept the loop a
+    # loop (it runs at most once), LLVM folded it into an if around the barrier and the guard,
+    # and every work-item passed the guard
+    x = rng.integers(0, 100, 4).astype(np.int32)
+    x[0] = x[0] // 4 * 4 + (3 if runs else 0)
+    for count, dim in (((1, 1, 1), (7, 3, 1)), ((3, 1, 1), (20, 1, 1))):
+        n = int(np.prod(count) * np.prod(dim))
+        nu = int(rng.integers(n // 3, n))
+        out = poisoned(n, np.int32)
+        a_barrier_loop_left_by_a_constant_if.launch(count, dim, x, out, nu, 4, device=dev)
+        dev.synchronize()
+        want = poisoned(n, np.int32)
+        if runs:
+            want[:nu] = x[1]
+        np.testing.assert_array_equal(out, want)
+
+
+@cb.kernel
 def a_break_after_the_last_barrier_of_a_loop(x: Array[i32], out: Mut[Array[i32]]):
     w = i32(0)
     while w < x[0]:
