@@ -8,7 +8,7 @@ and strict FP. Variants: each port checked and unchecked, and the tuned port wit
 (``fastmath=None``), so that the cost of the checks is seen with and without the algebraic
 rewrites. Every launch is at 256 units a cube (no autotuning: the same shape for all). Each
 output is poisoned, then checked against the suite's NumPy reference, then timed: 20 launches
-between two events, median of 9 rounds (``cb.Event`` on the device's stream), device-resident
+between two of the device's events (the suite's `EventTimer`), median of 9 rounds, device-resident
 arrays (CuPy on cuda).
 """
 
@@ -55,7 +55,7 @@ def main() -> None:
         app.reference(problem, want)
         memory = memory_for(dev)
         arrays = {k: memory.upload(v) for k, v in problem.arrays.items()}
-        base = (*app._args(arrays), problem.params["jp"], problem.params["kp"])
+        base = app.plain(problem, arrays, dev, True).launches[0].args     # the suite's arguments
         count = cubes(problem.size, 256)
         variants = {}
         for name, kernel, rtol in (("plain", matvec_3d, 1e-12), ("tuned", matvec_3d_tuned, app.tuned_rtol),
