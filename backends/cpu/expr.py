@@ -302,6 +302,11 @@ class ExprMixin:
                 return fn.op(f"fpext {sty} {x} to {dty}")
             return self._fptrunc(x, src, dst)
         if s.is_float:
+            if s.bits == 16:
+                # through f32 (exact): with AVX512-FP16, LLVM 20 lowers fptosi.sat.i16.f16 to an
+                # instruction that gives -32768 for NaN, not 0 (a Sapphire Rapids host, 2026-12-05)
+                wide = Type(f32, src.width)
+                x, src, sty = fn.op(f"fpext {sty} {x} to {ltype(wide)}"), wide, ltype(wide)
             sat = "fptosi.sat" if d.is_signed else "fptoui.sat"
             return self._call(f"llvm.{sat}.{mangle(dst)}.{mangle(src)}", dty, [(sty, x)])
         if d.is_float:

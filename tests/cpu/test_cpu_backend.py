@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 import cubepy as cb
-from cubepy import Array, Mut, f32, i32
+from cubepy import Array, Mut, f16, f32, i8, i16, i32, i64, u16
 from tests.kernels import saxpy, tree_sum
 
 
@@ -281,6 +282,34 @@ def test_the_instruction_set_is_a_device_option_too(rng):
     assert "ymm" in asm and "zmm" not in asm
     with pytest.raises(ValueError, match="isa must be one of native, avx2, got .sse."):
         cb.device("cpu", isa="sse")
+
+
+@cb.kernel
+def half_to_ints(x: Array[f16], o8: Mut[Array[i8]], o16: Mut[Array[i16]], o32: Mut[Array[i32]],
+                 o64: Mut[Array[i64]], ou16: Mut[Array[u16]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        o8[i] = i8(x[i])
+        o16[i] = i16(x[i])
+        o32[i] = i32(x[i])
+        o64[i] = i64(x[i])
+        ou16[i] = u16(x[i])
+
+
+def test_a_half_precision_nan_converts_to_zero_in_every_integer_type(rng):
+    """f16 -> integer goes through f32 (exact): LLVM 20 with AVX512-FP16 gave -32768 for
+    fptosi.sat of a NaN to i16. The IR shows the widening on any host; the values are checked
+    on this one (the conformance suite checks them at every plane size)."""
+    x = np.array([np.nan, -np.nan, 1.5, -2.5, np.inf, -np.inf, 65504, -65504], np.float16)
+    x = np.concatenate([x, (rng.standard_normal(56) * 300).astype(np.float16)])
+    outs = [np.full(len(x), 77, t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint16)]   # poisoned
+    source = half_to_ints.source(x, *outs, device="cpu", dim=32)
+    assert "fptosi.sat.i16.f32" in source and ".f16(" not in source, source
+    half_to_ints[2, 32](x, *outs, device="cpu")
+    for o in outs:
+        lo, hi = int(np.iinfo(o.dtype).min), int(np.iinfo(o.dtype).max)
+        want = [0 if np.isnan(v) else hi if v >= hi else lo if v <= lo else int(v) for v in x.astype(np.float64)]
+        np.testing.assert_array_equal(o, np.array(want, o.dtype), err_msg=str(o.dtype))
 
 
 def test_masked_memory_intrinsics_take_the_alignment_in_the_form_of_the_llvm_release(monkeypatch):
