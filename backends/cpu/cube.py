@@ -55,7 +55,7 @@ class CubeMixin:
         fn.block(latch)
         if records:
             self._oob_unit_end(u)
-        fn.loop_end(uvar, u, head, done)
+        fn.loop_end(uvar, u, head, done, loop_md=self._unit_loop_md())
         self.lanes, self.regs, self.unit_end = saved
 
     def _status_ptr(self, u: str) -> str:

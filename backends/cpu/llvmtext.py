@@ -168,10 +168,13 @@ class Fn:
         self.block(made[1])
         return counter, i, made
 
-    def loop_end(self, counter: str, i: str, head: str, done: str, step=1, ty: str = "i32") -> None:
-        """Close a loop of `loop_begin`: ``i += step``, back to ``head``, go on at ``done``."""
+    def loop_end(self, counter: str, i: str, head: str, done: str, step=1, ty: str = "i32",
+                 loop_md: str | None = None) -> None:
+        """Close a loop of `loop_begin`: ``i += step``, back to ``head``, go on at ``done``;
+        ``loop_md`` (a metadata node, ``!N``) is the back edge's ``!llvm.loop``."""
         self.emit(f"store {ty} {self.op(f'add {ty} {i}, {step}')}, ptr {counter}")
-        self.br(head)
+        self.emit(f"br label %{head}" + (f", !llvm.loop {loop_md}" if loop_md else ""))
+        self.terminated = True
         self.block(done)
 
     def body(self) -> str:

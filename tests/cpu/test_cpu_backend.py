@@ -284,6 +284,19 @@ def test_the_instruction_set_is_a_device_option_too(rng):
         cb.device("cpu", isa="sse")
 
 
+def test_a_cubes_unit_loop_stays_a_loop_in_the_vector_code():
+    """The loop over a 256-unit cube's units carries an unroll count of 4, so its vector code is
+    a loop, not one block per cube (as a block, saxpy ran 1.13x numba on a Sapphire Rapids host):
+    the vector multiplies in the code cover fewer units than the cube has."""
+    x = np.ones(1 << 16, np.float32)
+    compiled = cb.kernel(checked=False)(saxpy.fn).compile(x, x.copy(), 2.0, dim=256, device="cpu")
+    assert '!{!"llvm.loop.unroll.count", i32 4}' in compiled.source("source")
+    asm = compiled.source("asm")
+    lanes = {"xmm": 4, "ymm": 8, "zmm": 16}
+    covered = sum(lanes[reg] for reg in re.findall(r"vmulps\s[^\n]*?%([xyz]mm)\d+\n", asm))
+    assert 0 < covered < 256, covered
+
+
 @cb.kernel
 def half_to_ints(x: Array[f16], o8: Mut[Array[i8]], o16: Mut[Array[i16]], o32: Mut[Array[i32]],
                  o64: Mut[Array[i64]], ou16: Mut[Array[u16]]):
