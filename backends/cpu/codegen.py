@@ -189,6 +189,7 @@ class Codegen(AnalysisMixin, GangChoiceMixin, CubeMixin, PlaneMixin, RegionMixin
         self.var_alloca: dict = {}      # stack slots of variables, by (var id, lanes)
         self.slot_local: dict = {}      # a gang's register copies of slot variables
         self.loops: list = []           # ("unit", break, continue) or ("cube", depth)
+        self.unit_pos = None            # in a unit loop nest over rows: the unit's x, y, z registers
         self.depth = 0
         for op in walk(self.k.body):
             if op.result is not None and op.result.id in self.invariant:

@@ -40,11 +40,27 @@ class CubeMixin:
         self._oob_region_end()
 
     def _unit_loop(self, body, all_units: bool = False, records: bool = False) -> None:
-        """for u in range(U): (if status[u] == 0:) body() -- body may branch to self.unit_end."""
+        """for u in range(U): (if status[u] == 0:) body() -- body may branch to self.unit_end.
+
+        A cube of more than one row is a nest, rows outside, a row's units inside (u = row *
+        dim_x + x): the inner loop walks unit_pos_x, so an index built from ABSOLUTE_POS_X is
+        contiguous there and LLVM vectorizes it (one flat loop took the position apart with a
+        division and remainder per unit and stayed scalar)."""
         fn = self.fn
-        uvar, u, (head, _, latch, done) = fn.loop_begin(("u_head", "u_work", "u_latch", "u_done"), self.U)
-        saved = self.lanes, self.regs, getattr(self, "unit_end", None)
-        self.lanes, self.regs, self.unit_end = Lanes.unit(u), {}, latch
+        dx, dy, dz = self.dims
+        rows = None
+        if dy * dz > 1 and dx > 1:
+            rvar, row, (rhead, _, rdone) = fn.loop_begin(("row_head", "row_work", "row_done"), dy * dz)
+            uvar, x, (head, _, latch, done) = fn.loop_begin(("u_head", "u_work", "u_latch", "u_done"), dx)
+            u = fn.op(f"add nsw i32 {fn.op(f'mul nsw i32 {row}, {dx}')}, {x}")
+            rows = (rvar, row, rhead, rdone)
+            pos = {"unit_pos_x": x, "unit_pos_y": fn.op(f"urem i32 {row}, {dy}"),
+                   "unit_pos_z": fn.op(f"udiv i32 {row}, {dy}")}
+        else:
+            uvar, u, (head, _, latch, done) = fn.loop_begin(("u_head", "u_work", "u_latch", "u_done"), self.U)
+            x, pos = u, None
+        saved = self.lanes, self.regs, getattr(self, "unit_end", None), self.unit_pos
+        self.lanes, self.regs, self.unit_end, self.unit_pos = Lanes.unit(u), {}, latch, pos
         if records:
             self._oob_unit_begin()
         if self.need_status and not all_units:
@@ -55,8 +71,11 @@ class CubeMixin:
         fn.block(latch)
         if records:
             self._oob_unit_end(u)
-        fn.loop_end(uvar, u, head, done, loop_md=self._unit_loop_md())
-        self.lanes, self.regs, self.unit_end = saved
+        fn.loop_end(uvar, x, head, done, loop_md=self._unit_loop_md())
+        if rows is not None:
+            rvar, row, rhead, rdone = rows
+            fn.loop_end(rvar, row, rhead, rdone)
+        self.lanes, self.regs, self.unit_end, self.unit_pos = saved
 
     def _status_ptr(self, u: str) -> str:
         base = self._ws(self.status_off)

@@ -86,6 +86,8 @@ class RegionMixin:
         fn, lanes = self.fn, self.lanes
         u, vt = lanes.units, lanes.vector("i32")
         dx, dy, _ = self.dims
+        if self.unit_pos is not None and lanes.n == 1 and name in self.unit_pos:
+            return self.unit_pos[name]        # in a unit loop nest over rows (`_unit_loop`)
 
         def c(n: int) -> str:
             return lanes.splat(fn, str(n), "i32")

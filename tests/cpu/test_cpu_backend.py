@@ -297,6 +297,20 @@ def test_a_cubes_unit_loop_stays_a_loop_in_the_vector_code():
     assert 0 < covered < 256, covered
 
 
+def test_a_cube_of_several_rows_is_vectorized_along_its_rows(rng):
+    """A cube of (32, 4, 2) units runs as a loop over its rows around a loop over a row's units,
+    so saxpy indexed by ABSOLUTE_POS_X/Y/Z is vector code (one flat loop over the 256 units took
+    each position apart per unit and stayed scalar); the answers are the same."""
+    from tests.kernels import saxpy3
+
+    x, y = rng.standard_normal(4096).astype(np.float32), rng.standard_normal(4096).astype(np.float32)
+    optimized = saxpy3.compile(x, y, 2.0, 0, dim=(32, 4, 2), device="cpu").source("optimized")
+    assert re.search(r"fmul <\d+ x float>", optimized), optimized
+    want = y + 2 * x
+    saxpy3[(4, 2, 2), (32, 4, 2)](x, y, 2.0, 0, device="cpu")
+    np.testing.assert_array_equal(y, want)
+
+
 @cb.kernel
 def half_to_ints(x: Array[f16], o8: Mut[Array[i8]], o16: Mut[Array[i16]], o32: Mut[Array[i32]],
                  o64: Mut[Array[i64]], ou16: Mut[Array[u16]]):
