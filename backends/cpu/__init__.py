@@ -139,6 +139,7 @@ def _filler(slots: list) -> Callable:
 
 class CpuBackend(Backend):
     name = "cpu"
+    finishes_launches = True
     preference = 80            # after every GPU
     disk_cached = True
     source_forms = ("source", "optimized", "asm")

@@ -25,6 +25,7 @@ def __getattr__(name: str):
 
 class InterpBackend(Backend):
     name = "interp"
+    finishes_launches = True
     preference = 90            # the reference semantics, slow: only when nothing else loads
     runtime_cube_dim = True    # reads every builtin at run time
 

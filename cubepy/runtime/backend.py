@@ -43,7 +43,7 @@ import numpy as np
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.nodes import Kernel
 from ..ir.types import RUNTIME_CUBE_UNITS
-from .events import Event, EventInterval, HostEvent, Interval
+from .events import Event, EventInterval, HostEvent, HostInterval, Interval
 from .properties import DeviceProperties
 
 MUST = ("probe", "compile", "launch")
@@ -86,6 +86,10 @@ class Backend:
 
     takes_streams: ClassVar[bool] = False
     """Launches accept ``stream=`` and `use_stream` works."""
+
+    finishes_launches: ClassVar[bool] = False
+    """Every launch has finished when `launch` returns (nothing is queued): the default
+    `interval` reads the host clock twice, with no events."""
 
     device_array_platforms: ClassVar[frozenset[str]] = frozenset()
     """Platforms of `DeviceArray` arguments used in place (e.g. ``{"cuda"}``); device arrays of
@@ -154,7 +158,9 @@ class Backend:
 
     def interval(self, properties: DeviceProperties) -> Interval:
         """A timed interval starting now (``cb.profile()`` puts one around each launch); the
-        default records two `event`s."""
+        default records two `event`s, or reads the host clock where `finishes_launches`."""
+        if self.finishes_launches:
+            return HostInterval()
         return EventInterval(lambda: self.event(properties))
 
     def use_stream(self, stream: Any, properties: DeviceProperties) -> AbstractContextManager:

@@ -61,3 +61,22 @@ def test_profiled_warm_launches_each_get_an_interval_read_once_by_nested_profile
     assert outer.kernels["scale"].launches == 151 and inner.kernels["scale"].launches == 1
     assert math.isfinite(ms_outer) and math.isfinite(ms_inner) and ms_outer >= ms_inner >= 0
     np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_a_device_that_finishes_its_launches_times_them_on_the_host_clock_alone():
+    """The CPU device and the interpreter finish a launch before it returns: a profile's interval
+    is two reads of the host clock (`HostInterval`), which spans the launch and is read once
+    stopped; a device with a queue keeps its events."""
+    from cubepy.runtime.events import EventInterval, HostInterval
+
+    for name in ("cpu", "interp"):
+        dev = cb.device(name)
+        interval = dev.backend.interval(dev.properties)
+        assert isinstance(interval, HostInterval) and not interval.done()
+        with pytest.raises(ValueError, match="not recorded"):
+            interval.elapsed_ms()
+        scale.launch(1, 32, np.ones(32, np.float32), np.zeros(32, np.float32), device=dev)
+        interval.stop()
+        assert interval.done() and interval.elapsed_ms() > 0
+    queued = type("Queued", (type(cb.device("cpu").backend),), {"finishes_launches": False})()
+    assert isinstance(queued.interval(cb.device("cpu").properties), EventInterval)
