@@ -113,7 +113,8 @@ class Codegen(AnalysisMixin, GangChoiceMixin, CubeMixin, PlaneMixin, RegionMixin
     def generate(self, triple: str, datalayout: str) -> tuple[str, Layout]:
         self.layout_workspace()
         self.oob_sites: list = []
-        self.metadata: list[str] = []          # module-level metadata nodes (loop hints)
+        self.metadata: list[str] = []          # module-level metadata nodes (loop hints, branch weights)
+        self.named_md: dict[str, str] = {}      # the shared ones by purpose: "unroll", "likely"
         range_fn = self._range_function()
         entry_fn, slots = self._entry_function()
         text = [f'target triple = "{triple}"', f'target datalayout = "{datalayout}"', "",
@@ -200,15 +201,23 @@ class Codegen(AnalysisMixin, GangChoiceMixin, CubeMixin, PlaneMixin, RegionMixin
         fn.terminated = True
         return f"define internal void @{self.name}_range({params}) #0 {{\n{fn.body()}\n}}"
 
+    def _likely_md(self) -> str:
+        """``!prof`` branch weights for a branch that almost always goes its first way."""
+        if "likely" not in self.named_md:
+            self.named_md["likely"] = node = f"!{len(self.metadata)}"
+            self.metadata.append(f'{node} = !{{!"branch_weights", i32 2000, i32 1}}')
+        return self.named_md["likely"]
+
     def _unit_loop_md(self) -> str:
         """The ``!llvm.loop`` of a loop over a cube's units: unrolled 4 times at most. Vectorized
         and then unrolled whole, a 256-unit saxpy became one block of 32 vector multiplies a
         cube and ran 1.13x numba's time on a Sapphire Rapids host (2026-12-05); as a loop, 1.00x
         (docs/benchmarks.md, the sixteenth session). A 128-unit cube is still one block."""
-        if not self.metadata:
-            self.metadata.append('!0 = !{!"llvm.loop.unroll.count", i32 4}')
+        if "unroll" not in self.named_md:
+            self.named_md["unroll"] = f"!{len(self.metadata)}"
+            self.metadata.append(f'{self.named_md["unroll"]} = !{{!"llvm.loop.unroll.count", i32 4}}')
         node = f"!{len(self.metadata)}"
-        self.metadata.append(f"{node} = distinct !{{{node}, !0}}")
+        self.metadata.append(f"{node} = distinct !{{{node}, {self.named_md['unroll']}}}")
         return node
 
     def _ws(self, off: int) -> str:

@@ -163,7 +163,8 @@ class CubeMixin:
                 test = fn.label("cif_test")
                 fn.cbr(has, test, merge)
                 fn.block(test)
-            fn.cbr(c, lt_, le_)
+            # the cube's checks, decided at its top: the per-unit checked copy is the cold way
+            fn.cbr(c, lt_, le_, prof=self._likely_md() if op.attrs.get("cube_checks") else None)
             fn.block(lt_)
             self._cube_block(then_b)
             fn.br(merge)

@@ -134,8 +134,9 @@ class Fn:
         self.emit(f"br label %{label}")
         self.terminated = True
 
-    def cbr(self, cond: str, a: str, b: str) -> None:
-        self.emit(f"br i1 {cond}, label %{a}, label %{b}")
+    def cbr(self, cond: str, a: str, b: str, prof: str | None = None) -> None:
+        """Branch on ``cond``; ``prof`` (a metadata node, ``!N``) weighs the two ways."""
+        self.emit(f"br i1 {cond}, label %{a}, label %{b}" + (f", !prof {prof}" if prof else ""))
         self.terminated = True
 
     def block(self, label: str) -> None:
