@@ -209,7 +209,7 @@ class Codegen(AnalysisMixin, GangChoiceMixin, CubeMixin, PlaneMixin, RegionMixin
         return self.named_md["likely"]
 
     def _unit_loop_md(self) -> str:
-        """The ``!llvm.loop`` of a loop over a cube's units: unrolled 4 times at most. Vectorized
+        """The ``!llvm.loop`` of a small loop over a cube's units: unrolled 4 times at most. Vectorized
         and then unrolled whole, a 256-unit saxpy became one block of 32 vector multiplies a
         cube and ran 1.13x numba's time on a Sapphire Rapids host (2026-12-05); as a loop, 1.00x
         (docs/benchmarks.md, the sixteenth session). A 128-unit cube is still one block."""

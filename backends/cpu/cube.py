@@ -12,6 +12,12 @@ from cubepy.ir.nodes import (
 from .common import CpuCompileError, _code
 from .lanes import Lanes
 
+# A unit loop whose body is at most this many lines of LLVM IR gets the unroll count of
+# `_unit_loop_md`. Measured on the RAJAPerf plain ports (docs/benchmarks.md, the sixteenth
+# session): saxpy's 22 lines were unrolled whole without it (1.13x numba), LTIMES' 101 to 199 ran
+# 15% faster with it, and MATVEC_3D_STENCIL's 531 ran 9% slower (an unroll LLVM did not choose).
+SMALL_BODY_LINES = 256
+
 
 class CubeMixin:
     def _cube_block(self, block: Block) -> None:
@@ -67,11 +73,13 @@ class CubeMixin:
             go = fn.label("u_go")
             fn.cbr(fn.op(f"icmp eq i32 {self._status(u)}, 0"), go, latch)
             fn.block(go)
+        emitted = len(fn.lines)
         body()
+        small = len(fn.lines) - emitted <= SMALL_BODY_LINES
         fn.block(latch)
         if records:
             self._oob_unit_end(u)
-        fn.loop_end(uvar, x, head, done, loop_md=self._unit_loop_md())
+        fn.loop_end(uvar, x, head, done, loop_md=self._unit_loop_md() if small else None)
         if rows is not None:
             rvar, row, rhead, rdone = rows
             fn.loop_end(rvar, row, rhead, rdone)

@@ -326,6 +326,36 @@ def test_a_cube_of_several_rows_is_vectorized_along_its_rows(rng):
 
 
 @cb.kernel
+def long_chain(x: Array[f32], y: Mut[Array[f32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        s = x[i]
+        for k in cb.unroll(range(150)):
+            s = s * f32(1.001) + f32(k)
+        y[i] = s
+
+
+def test_a_long_unit_loop_body_is_left_to_llvms_own_unrolling(rng):
+    """The unroll count goes only on small unit loop bodies (`cube.SMALL_BODY_LINES`): on a long
+    one it forced an unroll LLVM did not choose (MATVEC_3D_STENCIL 9% slower)."""
+    from cubepy.backends.cpu.cube import SMALL_BODY_LINES
+
+    x = rng.standard_normal(1024).astype(np.float32)
+    y = np.full_like(x, np.nan)                       # poisoned
+    lines = long_chain.source(x, y, device="cpu", dim=256).splitlines()
+    heads = {line[:-1]: n for n, line in enumerate(lines) if re.fullmatch(r"u_head\d+:", line)}
+    loops = [(n - heads[m[1]], "!llvm.loop" in line) for n, line in enumerate(lines)
+             if (m := re.match(r"\s*br label %(u_head\d+)", line)) and n > heads[m[1]]]     # back edges
+    assert any(size > SMALL_BODY_LINES for size, _ in loops), loops
+    assert all(not hinted for size, hinted in loops if size > SMALL_BODY_LINES), loops
+    long_chain[4, 256](x, y, device="cpu")
+    want = x.copy()
+    for k in range(150):
+        want = want * np.float32(1.001) + np.float32(k)
+    np.testing.assert_array_equal(y, want)
+
+
+@cb.kernel
 def half_to_ints(x: Array[f16], o8: Mut[Array[i8]], o16: Mut[Array[i16]], o32: Mut[Array[i32]],
                  o64: Mut[Array[i64]], ou16: Mut[Array[u16]]):
     i = cb.ABSOLUTE_POS
