@@ -130,8 +130,9 @@ class Fn:
         self.emit(f"{t} = {text}")
         return t
 
-    def br(self, label: str) -> None:
-        self.emit(f"br label %{label}")
+    def br(self, label: str, loop_md: str | None = None) -> None:
+        """Jump to ``label``; ``loop_md`` (a metadata node, ``!N``) marks a loop's back edge."""
+        self.emit(f"br label %{label}" + (f", !llvm.loop {loop_md}" if loop_md else ""))
         self.terminated = True
 
     def cbr(self, cond: str, a: str, b: str, prof: str | None = None) -> None:
@@ -174,8 +175,7 @@ class Fn:
         """Close a loop of `loop_begin`: ``i += step``, back to ``head``, go on at ``done``;
         ``loop_md`` (a metadata node, ``!N``) is the back edge's ``!llvm.loop``."""
         self.emit(f"store {ty} {self.op(f'add {ty} {i}, {step}')}, ptr {counter}")
-        self.emit(f"br label %{head}" + (f", !llvm.loop {loop_md}" if loop_md else ""))
-        self.terminated = True
+        self.br(head, loop_md)
         self.block(done)
 
     def body(self) -> str:
