@@ -103,6 +103,7 @@ class Tuned:
         self._user_key = key is not None
         self._keys_by_count: dict[int, Callable[[tuple], tuple]] = {}
         self.key_of = key or self._default_key_of(_count_without_trailing_tuned(self._kinds))
+        self._call_key = self._make_call_key()
         self.dims, self.comptime, self.lines = dims, dict(comptime or {}), lines
         self.valid, self.default = valid, default
         self.fastmath = [kernel.fastmath] if fastmath is None else list(fastmath)
@@ -126,6 +127,7 @@ class Tuned:
         state = dict(self.__dict__)
         state["_keys_by_count"] = {}           # generated code: written again on load
         state["_chosen"] = {}                  # launches ready to run (launchers): made again on use
+        del state["_call_key"]
         if not self._user_key:
             del state["key_of"]
         return state
@@ -134,14 +136,15 @@ class Tuned:
         self.__dict__.update(state)
         if not self._user_key:
             self.key_of = self._default_key_of(_count_without_trailing_tuned(self._kinds))
+        self._call_key = self._make_call_key()
 
     # --- public -----------------------------------------------------------------------------
 
     def __call__(self, *args, device: Device | str | None = None) -> None:
         if SKIPPING and skipped():  # fake tensors (a derived fake implementation): nothing to tune or run
             return
-        dev = current_device() if device is None else self._device(device)
-        key = (id(dev), self.key_of(args))
+        dev = current_device() if device is None else get_device(device) if device.__class__ is str else device
+        key = self._call_key(args, id(dev))
         try:
             launch = self._chosen.get(key)
         except TypeError:           # a user key that is not hashable: the text form below
@@ -489,6 +492,17 @@ class Tuned:
             found = self._keys_by_count[count] = _key_function(count, self._kinds, self._default_key)
         return found
 
+    def _make_call_key(self) -> Callable[[tuple, int], tuple]:
+        """The key of a call's ready launch in ``_chosen``: the device's id and the arguments' key,
+        in one flat tuple for the default key (`_call_key_function`)."""
+        key_of = self.key_of
+
+        def other(args: tuple, dev: int) -> tuple:
+            return (dev, _OTHER, key_of(args))
+        if self._user_key:
+            return other
+        return _call_key_function(_count_without_trailing_tuned(self._kinds), self._kinds, other)
+
     def _device(self, device) -> Device:
         if device is None:
             return current_device()
@@ -502,7 +516,7 @@ class _Launch:
     serves repeated launches), by name otherwise."""
 
     __slots__ = ("config", "chosen", "lines", "appended", "named", "dim", "variant", "grid", "takes_config",
-                 "_last")
+                 "as_given", "_last")
 
     def __init__(self, config: Config, n_args: int, names: list[str], variant: KernelFunction, grid,
                  takes_config: bool):
@@ -514,6 +528,7 @@ class _Launch:
             appended.append(values.pop(names[n_args + len(appended)]))
         self.appended, self.named = tuple(appended), values
         self.dim = config.dim[0] if config.dim[1:] == (1, 1) else config.dim
+        self.as_given = not (self.lines or self.appended or self.named)     # the caller's arguments, unchanged
         self._last = (None, None)           # (cube count, its launcher) of the previous call
 
     def shape(self, args: tuple) -> tuple:
@@ -528,7 +543,7 @@ class _Launch:
         return count, self.dim, (*args, *self.appended), self.named, self.variant
 
     def __call__(self, args: tuple, dev: Device) -> None:
-        if self.lines or self.appended or self.named:
+        if not self.as_given:
             count, dim, full, named, variant = self.shape(args)
             variant[count, dim](*full, device=dev, **named)
             return
@@ -628,6 +643,35 @@ def _key_function(count: int, kinds: tuple[str, ...], other_counts: Callable[[tu
     namespace = {"other_counts": other_counts, "_dtype": _dtype, "LinesArg": LinesArg}
     exec(compile(source, "<cubepy autotune key>", "exec"), namespace)
     return namespace["key"]
+
+
+_OTHER = object()      # marks a call key made by `key_of` (never equal to a flat key's second item)
+
+
+def _call_key_function(count: int, kinds: tuple[str, ...], other: Callable[[tuple, int], tuple]) -> Callable:
+    """The key of a repeat call of the autotuned launcher: ``(device id, shape, dtype, ...)``, flat,
+    arrays by shape and dtype, scalars by class, untuned Comptime values as they are (what
+    `_key_function` keys, in one tuple: every call builds and hashes it). Calls of another count,
+    Lines arguments and arrays without ``shape``/``dtype`` take ``other``."""
+    names = [f"a{i}" for i in range(count)]
+    parts, arrays = [], []
+    for a, kind in zip(names, kinds):
+        if kind == "array":
+            parts += [f"{a}.shape", f"{a}.dtype"]
+            arrays.append(a)
+        elif kind == "comptime":
+            parts.append(a)
+        elif kind == "scalar":
+            parts.append(f"{a}.__class__")
+    unpack = f"    {''.join(n + ', ' for n in names)}= args\n" if count else ""
+    lines_test = " or ".join(f"{a}.__class__ is LinesArg" for a in arrays)
+    source = (f"def call_key(args, dev):\n    if len(args) != {count}:\n        return other(args, dev)\n{unpack}"
+              + (f"    if {lines_test}:\n        return other(args, dev)\n" if arrays else "")
+              + f"    try:\n        return (dev, {''.join(p + ', ' for p in parts)})\n"
+              "    except AttributeError:\n        return other(args, dev)\n")
+    namespace = {"other": other, "LinesArg": LinesArg}
+    exec(compile(source, "<cubepy autotune call key>", "exec"), namespace)
+    return namespace["call_key"]
 
 
 def _dtype(a) -> Any:

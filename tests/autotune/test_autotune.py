@@ -161,3 +161,23 @@ def test_an_autotuned_launcher_pickles_and_keys_calls_as_before(rng):
     want = y + 0.5 * x
     third(x, y, 0.5, device="cpu")
     np.testing.assert_allclose(y, want, rtol=1e-6)
+
+
+def test_a_repeat_call_takes_its_own_keys_choice_and_a_new_key_searches_once(rng):
+    """The launcher's per-call key (flat, built on every call) tells keys apart as `key_of` does:
+    a new shape or untuned Comptime value searches once, a key seen before, in any order,
+    measures nothing; every call's answer is right (outputs poisoned first)."""
+    from tests.autotune.kernels import busy_copy, one_per_unit
+
+    tuned = autotune(busy_copy, one_per_unit, dims=[64, 128], reps=1, rounds=1)
+    short, long_ = rng.random(300).astype(np.float32), rng.random(700).astype(np.float32)
+    calls = [(short, 1), (short, 1), (short, 2), (long_, 1), (short, 1), (long_, 1), (short, 2), (long_, 2)]
+    seen: set = set()
+    for x, work in calls:
+        key = (len(x), work)
+        before = tuned.measured
+        y = np.full_like(x, np.nan)
+        tuned(x, y, work, device="cpu")
+        np.testing.assert_array_equal(y, x)
+        assert tuned.measured - before == (0 if key in seen else 2), key
+        seen.add(key)
