@@ -169,6 +169,9 @@ class CudaBackend(DeviceBackend):
         self._several_devices = False
         self._pending_streams: set[int] = set()    # the streams they were launched on
         self._external_streams: dict[int, Any] = {}   # raw stream handles given to use_stream, wrapped
+        # (stream object, device properties, its handle) of the last direct launch with stream=: a
+        # loop launching on one stream skips the stream's checks; the reference keeps the handle valid
+        self._last_named: tuple = (None, None, 0)
         self._event_pools: dict[int, list] = {}      # GPU index -> CUDA events free for reuse (CudaEvent)
         self._interval_pools: dict[int, list] = {}   # GPU index -> raw CUDA event handles free for reuse (CudaInterval)
         self._fast_compile: dict[DeviceProperties, str | None] = {}   # NVRTC --Ofast-compile per probed device
@@ -445,7 +448,11 @@ class CudaBackend(DeviceBackend):
         CuPy's current stream: no CuPy stream context around the launch."""
         if stream.__class__ is int:
             return _NamedStream(stream)
-        return _NamedStream(_cupy_stream(_cupy(), stream, None, self._devices.get(properties, 0)).ptr)
+        last, on, ptr = self._last_named
+        if stream is not last or properties is not on:
+            ptr = _cupy_stream(_cupy(), stream, None, self._devices.get(properties, 0)).ptr
+            self._last_named = (stream, properties, ptr)
+        return _NamedStream(ptr)
 
     def use_stream(self, stream, properties: DeviceProperties):
         """A context in which ``stream`` is CuPy's current stream, which every launch (and the

@@ -195,6 +195,26 @@ def test_a_warm_launch_goes_on_the_stream_it_names(cuda_device):
     np.testing.assert_allclose(cp.asnumpy(y), np.arange(4096))
 
 
+def test_warm_launches_alternating_between_streams_each_go_on_their_own(cuda_device):
+    """The direct path remembers the last stream's handle; a launch naming another stream (or the
+    first again) must still go on the stream it names: each is captured into its stream's graph."""
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(4096, dtype=cp.float32)
+    first, second = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    launcher = saxpy[16, 256]
+    y = cp.zeros(4096, cp.float32)
+    launcher(x, y, 1.0, device=cuda_device, stream=first)             # the full path, then warm ones
+    first.synchronize()
+    for rounds, stream in enumerate((second, first, second, first), start=2):
+        stream.begin_capture()
+        launcher(x, y, 1.0, device=cuda_device, stream=stream)
+        graph = stream.end_capture()
+        np.testing.assert_allclose(cp.asnumpy(y), (rounds - 1) * np.arange(4096))     # not run yet
+        graph.launch(stream)
+        stream.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(y), rounds * np.arange(4096))
+
+
 def test_torch_streams(cuda_device):
     torch = pytest.importorskip("torch")
     x = torch.arange(4096, dtype=torch.float32, device="cuda")
