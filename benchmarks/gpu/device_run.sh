@@ -2,11 +2,12 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [codesize] [replay] [tests] [matvec]
+#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [ptxjit] [codesize] [replay] [tests] [matvec]
 #
-# first:       what was built without a GPU since the last run (docs/device-runs.md, the fourteenth
-#              session): events and profiling intervals, the nn.Parameter fix (examples/torch_op.py),
-#              the two builds of a kernel with a launch test
+# first:       what was built without a GPU since the last run (docs/device-runs.md): events and
+#              profiling intervals, the nn.Parameter fix (examples/torch_op.py), the two builds of a
+#              kernel with a launch test, stream= launches alternating between streams, the
+#              autotuned launcher's call key
 # fir:         FIR with its taps by value: fir_isolation.py and the suite's FIR (about 2 minutes)
 # checks:      checked mode's cost with checks per launch: the suite against Base_CUDA, checked and
 #              unchecked, both sizes (the tenth session's command), and the PTX/SASS counts
@@ -23,6 +24,7 @@
 #              enqueued behind a held stream (--timer queued): GPU time without the host's launch rate
 # cold:        a fresh process's cold and warm start on CUDA (cold_start.py)
 # codesize:    PTX and SASS counts of every RAJAPerf kernel, checked and unchecked, per cube
+# ptxjit:      a cold build as a cubin from NVRTC against PTX and the driver's JIT (ptx_jit.py)
 # matvec:      MATVEC_3D_STENCIL's ports checked and unchecked, tuned and strict (matvec_isolation.py)
 # tests:       pytest on TESTS (files or folders) with CUBEPY_TEST_DEVICES=TEST_DEVICES (default cuda,opencl)
 # replay:      run one fuzz seed (REPLAY_SEED) on REPLAY_DEVICES (default cuda), shrink it if it fails
@@ -55,6 +57,7 @@ for stage in $stages; do
             --junitxml "$out/first.xml" tests/runtime/test_events.py tests/runtime/test_profile.py \
             tests/backends/test_cuda_interval.py tests/runtime/test_device_arrays.py tests/backends/test_contract.py \
             tests/gpu/test_cuda_device.py tests/runtime/test_launch_checks.py tests/runtime/test_warm_path.py \
+            tests/autotune/test_autotune.py \
             2>&1 | tee "$out/first.log" | tail -6
         timeout 120 python3 examples/torch_op.py 2>&1 | tail -3 | tee "$out/torch_op.log" ;;
     fuzz)
@@ -83,6 +86,8 @@ for stage in $stages; do
     cold)
         timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --profile ${COLD_PROFILE:-0} --out "$out/cold_start.json" \
             2>&1 | tee "$out/cold_start.log" | tail -120 ;;
+    ptxjit)
+        CUDA_CACHE_DISABLE=1 timeout 120 python3 benchmarks/gpu/ptx_jit.py --out "$out/ptx_jit.json" 2>&1 | tee "$out/ptx_jit.log" ;;
     matvec)
         timeout 240 python3 benchmarks/gpu/matvec_isolation.py 2>&1 | tee "$out/matvec_isolation.log" ;;
     tests)
