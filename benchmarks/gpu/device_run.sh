@@ -87,7 +87,7 @@ for stage in $stages; do
         timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --profile ${COLD_PROFILE:-0} --out "$out/cold_start.json" \
             2>&1 | tee "$out/cold_start.log" | tail -120 ;;
     ptxjit)
-        CUDA_CACHE_DISABLE=1 timeout 120 python3 benchmarks/gpu/ptx_jit.py --out "$out/ptx_jit.json" 2>&1 | tee "$out/ptx_jit.log" ;;
+        CUDA_CACHE_DISABLE=1 timeout 120 python3 benchmarks/gpu/ptx_jit.py --runs 5 --fuzz-seeds 5000001 --out "$out/ptx_jit.json" 2>&1 | tee "$out/ptx_jit.log" ;;
     matvec)
         timeout 240 python3 benchmarks/gpu/matvec_isolation.py 2>&1 | tee "$out/matvec_isolation.log" ;;
     tests)
