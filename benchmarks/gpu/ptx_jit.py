@@ -1,14 +1,15 @@
-"""A cold build two ways: NVRTC to a cubin (what the cuda backend does) against NVRTC to PTX and
-the driver's JIT at module load (what a PTX-only build would do), on the GPU.
+"""A cold build three ways: NVRTC to a cubin (what the cuda backend does) against NVRTC to PTX
+and the driver's JIT, at module load or through the driver's linker (which gives a cubin to keep
+in the disk cache), on the GPU.
 
     CUDA_CACHE_DISABLE=1 python benchmarks/gpu/ptx_jit.py [--runs 9] [--out results.json]
 
 For an empty kernel, saxpy (its proven build, ``-DCB_LAUNCH_OK=1``, and the build with the
 checks) and fuzz kernels, as the backend renders them: milliseconds from the source to a loaded
-module, median of ``--runs`` builds, the two ways interleaved; the registers of the two
-functions (the driver's answer for each module: the same PTX through two builds of ptxas). The driver's JIT
-cache must be off (``CUDA_CACHE_DISABLE=1``, which the script sets before CUDA starts), or the
-PTX way would load a cached build.
+module, median of ``--runs`` builds (NVRTC's part and the load's), the ways interleaved; each
+way's registers for the kernel (the driver's answer: the same PTX through another build of
+ptxas may allocate differently). The driver's JIT cache must be off (``CUDA_CACHE_DISABLE=1``,
+which the script sets before CUDA starts), or the PTX ways would load a cached build.
 """
 
 from __future__ import annotations
@@ -34,18 +35,23 @@ from benchmarks.cpu.nvrtc_options import saxpy_source  # noqa: E402
 EMPTY = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }'
 
 
-def build(cp, nvrtc, source: str, options: list[str], ptx: bool) -> tuple[float, object]:
-    """(seconds from the source to a loaded module, the module)."""
+def build(cp, nvrtc, source: str, options: list[str], way: str) -> tuple[float, float, object]:
+    """(seconds in NVRTC, seconds from its output to a loaded module, the module)."""
     start = time.perf_counter()
     prog = nvrtc.createProgram(source, "k.cu", [], [])
     try:
         nvrtc.compileProgram(prog, options)
-        image = nvrtc.getPTX(prog).encode() if ptx else nvrtc.getCUBIN(prog)
+        image = nvrtc.getCUBIN(prog) if way == "cubin" else nvrtc.getPTX(prog).encode()
     finally:
         nvrtc.destroyProgram(prog)
+    compiled = time.perf_counter()
+    if way == "ptx + driver link":           # the driver's JIT through its linker: a cubin to keep on disk
+        link = cp.cuda.function.LinkState()
+        link.add_ptr_data(image, "k.ptx", cp.cuda.driver.CU_JIT_INPUT_PTX)
+        image = link.complete()
     module = cp.cuda.function.Module()
     module.load(image)
-    return time.perf_counter() - start, module
+    return compiled - start, time.perf_counter() - compiled, module
 
 
 def registers(cp, module, name: str) -> int:
@@ -65,7 +71,8 @@ def main() -> None:
     cp.cuda.Device().synchronize()                   # the context first: not part of any build
     arch = "".join(map(str, cp.cuda.Device().compute_capability))
     base = ["--std=c++17", "-default-device", "-minimal", *CUDA_FP_FLAGS[None]]
-    ways = {"cubin": [f"--gpu-architecture=sm_{arch}"], "ptx + driver JIT": [f"--gpu-architecture=compute_{arch}"]}
+    ways = {"cubin": [f"--gpu-architecture=sm_{arch}"], "ptx + driver JIT": [f"--gpu-architecture=compute_{arch}"],
+            "ptx + driver link": [f"--gpu-architecture=compute_{arch}"]}
     from tests.fuzz.__main__ import _cuda_source
 
     saxpy = saxpy_source()
@@ -78,16 +85,30 @@ def main() -> None:
     results = {}
     for label, source, extra, name in cases:
         name = name or re.search(r"__global__ void (?:__launch_bounds__\([^)]*\)\s*)?(\w+)\(", source).group(1)
-        times: dict[str, list[float]] = {way: [] for way in ways}
-        modules = {}
+        times: dict[str, list[tuple[float, float]]] = {way: [] for way in ways}
+        modules, failed = {}, set()
         for _ in range(args.runs):
             for way, arch_option in ways.items():
-                seconds, modules[way] = build(cp, nvrtc, source, [*base, *arch_option, *extra], way != "cubin")
-                times[way].append(seconds * 1e3)
-        regs = {way: registers(cp, m, name) for way, m in modules.items()}
-        row = {way: statistics.median(t) for way, t in times.items()}
-        results[label] = {"ms": row, "registers": regs}
-        print(f"  {label:28s} " + "  ".join(f"{way} {ms:6.1f} ({regs[way]} regs)" for way, ms in row.items()))
+                if way in failed:
+                    continue
+                try:
+                    nvrtc_s, load_s, modules[way] = build(cp, nvrtc, source, [*base, *arch_option, *extra], way)
+                except Exception as e:          # a CuPy without the linker's bindings: that way is left out
+                    print(f"  {label}: {way} failed: {type(e).__name__}: {e}")
+                    failed.add(way)
+                    continue
+                times[way].append((nvrtc_s * 1e3, load_s * 1e3))
+        results[label] = {}
+        cells = []
+        for way, t in times.items():
+            if not t:
+                continue
+            total = statistics.median(a + b for a, b in t)
+            nv, load = statistics.median(a for a, _ in t), statistics.median(b for _, b in t)
+            regs = registers(cp, modules[way], name)
+            results[label][way] = {"ms": total, "nvrtc_ms": nv, "load_ms": load, "registers": regs}
+            cells.append(f"{way} {total:6.1f} (NVRTC {nv:5.1f} + load {load:5.1f}, {regs} regs)")
+        print(f"  {label:26s} " + "  ".join(cells))
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
 
