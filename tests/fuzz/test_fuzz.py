@@ -4,7 +4,8 @@ The budget (docs/fuzzing.md, "In CI"): 2,000 random kernels on the interpreter (
 ones also against the NumPy model; the reference traces each CubeDim on its own), of which 300
 are compared on the CPU backend (half at plane size 8, half at 32) and on OpenCL too (its own
 plane size; seven in eight with -cl-opt-disable, about 1.1 s a kernel against 1.9 s at PoCL's
-default: the tally prints each stage's mean); half of the others also run on the interpreter as
+default: the tally prints each stage's mean), 9 of them on WebGPU too (lavapipe, where it is
+available: about 7 s a kernel); half of the others also run on the interpreter as
 CUDA and HIP lower them (``interp-p32-gpu``: checks per launch, cube and run, shape-generic code),
 or in shape-generic code alone (``interp-p32-generic``). Compile
 time is the limit, so the CPU backend compiles three kernels in four at LLVM -O0 (0.16 s for a
@@ -30,14 +31,14 @@ from .program import E, Program, S
 from .run import Run, compare
 from .shrink import shrink
 
-INTERP_KERNELS, COMPARED, ON_OPENCL = 2000, 300, 300
+INTERP_KERNELS, COMPARED, ON_OPENCL, ON_WGPU = 2000, 300, 300, 8
 
 
 def _available(name: str) -> bool:
     return any(d.backend_name == name and d.available for d in cb.devices())
 
 
-def ci_plan(first: int, opencl: bool):
+def ci_plan(first: int, opencl: bool, wgpu: bool = False):
     def assign(seed: int) -> list[str]:
         k = seed - first
         if k < COMPARED:
@@ -47,7 +48,9 @@ def ci_plan(first: int, opencl: bool):
             # PoCL likewise: -cl-opt-disable for seven in eight (1.1 s a kernel against 1.9 s), its
             # default options for the others (on kernels that run at -O0 on the CPU)
             on_opencl = ["opencl" if k % 8 == 1 else "opencl-O0"] if opencl and k < ON_OPENCL else []
-            return [f"cpu-p{8 if k % 2 else 32}-O{level}"] + on_opencl
+            # WebGPU (lavapipe): about 7 s a kernel (naga, then Mesa's SPIR-V compiler), so one in 37
+            on_wgpu = ["wgpu"] if wgpu and k % (COMPARED // ON_WGPU) == 3 else []
+            return [f"cpu-p{8 if k % 2 else 32}-O{level}"] + on_opencl + on_wgpu
         # every other one also on the interpreter running the IR as CUDA and HIP get it (checks
         # per cube and per run, shape-generic code), compared with the plain interpreter (which
         # traces each CubeDim on its own); one in four in shape-generic code alone
@@ -58,8 +61,9 @@ def ci_plan(first: int, opencl: bool):
 def test_random_kernels_agree_on_every_device_within_the_ci_budget():
     seed = int(os.environ.get("CUBEPY_TEST_SEED") or 0)
     first = (seed % 100_000) * 10_000
-    opencl = _available("opencl")
-    tally = campaign(range(first, first + INTERP_KERNELS), ci_plan(first, opencl), workers=max(2, os.cpu_count() or 1))
+    opencl, wgpu = _available("opencl"), _available("wgpu")
+    tally = campaign(range(first, first + INTERP_KERNELS), ci_plan(first, opencl, wgpu),
+                     workers=max(2, os.cpu_count() or 1))
     report = tally.table()
     print("\n" + report)
     failures = "\n".join(f"seed {s}: {t} {status}: {d[:400]}\n  replay: python -m tests.fuzz --replay {s} "
@@ -74,6 +78,8 @@ def test_random_kernels_agree_on_every_device_within_the_ci_budget():
     if opencl:
         assert ok.get("opencl", 0) + ok.get("opencl-O0", 0) >= ON_OPENCL, report
         assert ok.get("opencl", 0) >= ON_OPENCL // 10, report
+    if wgpu:
+        assert ok.get("wgpu", 0) >= ON_WGPU, report
     gpu_ir = tally.counts["interp-p32-gpu"].get("ok", 0) + tally.counts["interp-p8-gpu"].get("ok", 0)
     assert gpu_ir >= (INTERP_KERNELS - COMPARED) // 2 - 1, report
     assert tally.model.get("ok", 0) >= INTERP_KERNELS // 10, report
