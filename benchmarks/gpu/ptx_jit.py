@@ -41,7 +41,8 @@ def build(cp, nvrtc, source: str, options: list[str], way: str) -> tuple[float, 
     prog = nvrtc.createProgram(source, "k.cu", [], [])
     try:
         nvrtc.compileProgram(prog, options)
-        image = nvrtc.getCUBIN(prog) if way == "cubin" else nvrtc.getPTX(prog).encode()
+        image = nvrtc.getCUBIN(prog) if way == "cubin" else nvrtc.getPTX(prog)
+        image = image.encode() if isinstance(image, str) else image
     finally:
         nvrtc.destroyProgram(prog)
     compiled = time.perf_counter()
@@ -70,7 +71,9 @@ def main() -> None:
 
     cp.cuda.Device().synchronize()                   # the context first: not part of any build
     arch = "".join(map(str, cp.cuda.Device().compute_capability))
-    base = ["--std=c++17", "-default-device", "-minimal", *CUDA_FP_FLAGS[None]]
+    from cubepy.backends.cuda import _include_options  # cuda_fp16.h's folder, as the backend passes it
+
+    base = ["--std=c++17", "-default-device", "-minimal", *CUDA_FP_FLAGS[None], *_include_options(cp)]
     ways = {"cubin": [f"--gpu-architecture=sm_{arch}"], "ptx + driver JIT": [f"--gpu-architecture=compute_{arch}"],
             "ptx + driver link": [f"--gpu-architecture=compute_{arch}"]}
     from tests.fuzz.__main__ import _cuda_source
