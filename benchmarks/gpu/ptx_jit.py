@@ -48,7 +48,7 @@ def build(cp, nvrtc, source: str, options: list[str], way: str) -> tuple[float, 
     compiled = time.perf_counter()
     if way == "ptx + driver link":           # the driver's JIT through its linker: a cubin to keep on disk
         link = cp.cuda.function.LinkState()
-        link.add_ptr_data(image, "k.ptx", cp.cuda.driver.CU_JIT_INPUT_PTX)
+        link.add_ptr_data(image, "k.ptx")          # CuPy's LinkState takes PTX there
         image = link.complete()
     module = cp.cuda.function.Module()
     module.load(image)
