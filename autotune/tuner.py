@@ -143,7 +143,7 @@ class Tuned:
     def __call__(self, *args, device: Device | str | None = None) -> None:
         if SKIPPING and skipped():  # fake tensors (a derived fake implementation): nothing to tune or run
             return
-        dev = current_device() if device is None else get_device(device) if device.__class__ is str else device
+        dev = current_device() if device is None else get_device(device) if isinstance(device, str) else device
         key = self._call_key(args, id(dev))
         try:
             launch = self._chosen.get(key)
