@@ -201,23 +201,26 @@ class Codegen(AnalysisMixin, GangChoiceMixin, CubeMixin, PlaneMixin, RegionMixin
         fn.terminated = True
         return f"define internal void @{self.name}_range({params}) #0 {{\n{fn.body()}\n}}"
 
+    def _shared_md(self, purpose: str, content: str) -> str:
+        """The module's one metadata node for ``purpose`` (``"likely"``, ``"unroll"``), made once."""
+        node = self.named_md.get(purpose)
+        if node is None:
+            node = self.named_md[purpose] = f"!{len(self.metadata)}"
+            self.metadata.append(f"{node} = {content}")
+        return node
+
     def _likely_md(self) -> str:
         """``!prof`` branch weights for a branch that almost always goes its first way."""
-        if "likely" not in self.named_md:
-            self.named_md["likely"] = node = f"!{len(self.metadata)}"
-            self.metadata.append(f'{node} = !{{!"branch_weights", i32 2000, i32 1}}')
-        return self.named_md["likely"]
+        return self._shared_md("likely", '!{!"branch_weights", i32 2000, i32 1}')
 
     def _unit_loop_md(self) -> str:
         """The ``!llvm.loop`` of a small loop over a cube's units: unrolled 4 times at most. Vectorized
         and then unrolled whole, a 256-unit saxpy became one block of 32 vector multiplies a
         cube and ran 1.13x numba's time on a Sapphire Rapids host (2026-12-05); as a loop, 1.00x
         (docs/benchmarks.md, the sixteenth session). A 128-unit cube is still one block."""
-        if "unroll" not in self.named_md:
-            self.named_md["unroll"] = f"!{len(self.metadata)}"
-            self.metadata.append(f'{self.named_md["unroll"]} = !{{!"llvm.loop.unroll.count", i32 4}}')
+        unroll = self._shared_md("unroll", '!{!"llvm.loop.unroll.count", i32 4}')
         node = f"!{len(self.metadata)}"
-        self.metadata.append(f"{node} = distinct !{{{node}, {self.named_md['unroll']}}}")
+        self.metadata.append(f"{node} = distinct !{{{node}, {unroll}}}")
         return node
 
     def _ws(self, off: int) -> str:
