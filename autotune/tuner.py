@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import cubepy as cb
+from cubepy import settings
 from cubepy.errors import ArgumentTypeError, ArgumentValueError, CubeError
 from cubepy.lang.types import ArraySpec, ComptimeSpec, LinesArg, RegionSpec
 from cubepy.log import logger
@@ -460,7 +461,12 @@ class Tuned:
     # --- keys -------------------------------------------------------------------------------
 
     def _cache(self, dev: Device) -> TuningCache:
-        return TuningCache(kernel_id(self.kernel), self.kernel.source_digest, _device_key(dev))
+        # The build is part of what is tuned: a checked kernel's best cube size can differ from the
+        # same source's unchecked one (more registers), and fastmath changes the code
+        k = self.kernel
+        checked = k.checked if k.checked is not None else settings.checked_default()
+        build = f"{k.source_digest}|checked={checked}|fastmath={k.fastmath}"
+        return TuningCache(kernel_id(k), build, _device_key(dev))
 
     def _checks(self, space: Space) -> str:
         """What a measurement's verification was (rows of other checks are measured again)."""

@@ -2,7 +2,7 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [ptxjit] [codesize] [replay] [tests] [matvec]
+#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [ptxjit] [codesize] [replay] [tests] [matvec] [profcost] [tuned]
 #
 # first:       what was built without a GPU since the last run (docs/device-runs.md): events and
 #              profiling intervals, the nn.Parameter fix (examples/torch_op.py), the two builds of a
@@ -25,6 +25,9 @@
 # cold:        a fresh process's cold and warm start on CUDA (cold_start.py)
 # codesize:    PTX and SASS counts of every RAJAPerf kernel, checked and unchecked, per cube
 # ptxjit:      a cold build as a cubin from NVRTC against PTX and the driver's JIT (ptx_jit.py)
+# profcost:    what a launch inside cb.profile() costs, and CUDA's events' part of it (profile_cost.py)
+# tuned:       the tuned ports of MATVEC_3D_STENCIL and LTIMES, each autotuned in the build it runs
+#              (checked or not), against Base_CUDA: event timer and queued
 # matvec:      MATVEC_3D_STENCIL's ports checked and unchecked, tuned and strict (matvec_isolation.py)
 # tests:       pytest on TESTS (files or folders) with CUBEPY_TEST_DEVICES=TEST_DEVICES (default cuda,opencl)
 # replay:      run one fuzz seed (REPLAY_SEED) on REPLAY_DEVICES (default cuda), shrink it if it fails
@@ -88,6 +91,14 @@ for stage in $stages; do
             2>&1 | tee "$out/cold_start.log" | tail -120 ;;
     ptxjit)
         CUDA_CACHE_DISABLE=1 timeout 120 python3 benchmarks/gpu/ptx_jit.py --runs 5 --fuzz-seeds 5000001 --out "$out/ptx_jit.json" 2>&1 | tee "$out/ptx_jit.log" ;;
+    profcost)
+        timeout 120 python3 benchmarks/gpu/profile_cost.py --out "$out/profile_cost.json" 2>&1 | tee "$out/profile_cost.log" ;;
+    tuned)
+        for timer in events queued; do
+            timeout 240 python3 -m benchmarks.rajaperf --kernels MATVEC_3D_STENCIL,LTIMES --device cuda --sizes default,32x \
+                --peers cuda --no-transfer --reps 11 --timer $timer --progress plain --json "$out/rajaperf_tuned_$timer.json" \
+                2>&1 | tee "$out/rajaperf_tuned_$timer.log" | grep -E "tuned|Base_CUDA\)  |checked /"
+        done ;;
     matvec)
         timeout 240 python3 benchmarks/gpu/matvec_isolation.py 2>&1 | tee "$out/matvec_isolation.log" ;;
     tests)

@@ -74,6 +74,21 @@ def test_the_disk_cache_keeps_one_entry_per_key_and_config(private_cache):
     np.testing.assert_allclose(y, 3.0)
 
 
+def test_a_checked_and_an_unchecked_build_of_one_source_are_tuned_apart():
+    # The same function decorated twice: the checked build may want another cube size (more
+    # registers), so the unchecked build's search must not answer for it, nor fastmath's for strict
+    x, y = np.ones(500, np.float32), np.zeros(500, np.float32)
+    unchecked = cb.kernel(accumulate.__wrapped__, checked=False)
+    fast = cb.kernel(accumulate.__wrapped__, checked=False, fastmath="algebraic")
+    counts = []
+    for k in (unchecked, unchecked, accumulate, fast):
+        tuner = autotune(k, grid, dims=[64, 128], comptime={"per_unit": [1]}, reps=1, rounds=1)
+        tuner(x, y, 1.0, device="cpu")
+        counts.append(tuner.measured)
+    assert counts == [2, 0, 2, 2]
+    np.testing.assert_allclose(y, 4.0)
+
+
 def test_the_search_space_comes_from_the_device():
     for dev in (cb.device("cpu"), cb.device("interp", plane_dim=64), cb.device("interp", plane_dim=8)):
         p = dev.properties

@@ -3,7 +3,10 @@ handles come from a pool and go back to it exactly once (a GPU runs them in test
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
+from cubepy.backends import cuda as cuda_backend
 from cubepy.backends.cuda import CudaEvent, CudaInterval
 
 
@@ -83,3 +86,47 @@ def test_an_interval_read_before_its_work_is_done_waits_for_it_and_one_read_done
     interval = CudaInterval(rt, [], 0, rt.eventCreate())
     interval.stop()
     assert interval.elapsed_ms() == 0.25 and rt.waited == []
+
+
+class FakeDeviceRuntime(FakeRuntime):
+    """FakeRuntime that notes which GPU was current when each event was created."""
+
+    def __init__(self):
+        super().__init__()
+        self.current, self.made_on = 0, {}
+
+    def eventCreate(self) -> int:
+        handle = super().eventCreate()
+        self.made_on[handle] = self.current
+        return handle
+
+
+def fake_cupy(rt: FakeDeviceRuntime, stream_ptr: int):
+    class Device:
+        def __init__(self, index: int):
+            self.index = index
+
+        def __enter__(self):
+            self.before, rt.current = rt.current, self.index
+
+        def __exit__(self, *exc):
+            rt.current = self.before
+    stream = SimpleNamespace(ptr=stream_ptr)
+    return SimpleNamespace(cuda=SimpleNamespace(runtime=rt, Device=Device, get_current_stream=lambda: stream))
+
+
+def test_a_backends_intervals_use_each_gpus_own_events_and_the_launch_stream(monkeypatch):
+    rt = FakeDeviceRuntime()
+    monkeypatch.setattr(cuda_backend, "_cupy", lambda: fake_cupy(rt, 55))
+    b = cuda_backend.CudaBackend()
+    b._devices, b._several_devices = {"gpu0": 0, "gpu1": 1}, True
+    first = b.interval("gpu1")
+    first.stop()
+    assert {rt.made_on[h] for h, _ in rt.recorded} == {1} and [s for _, s in rt.recorded] == [55, 55]
+    first.elapsed_ms()
+    with cuda_backend._NamedStream(99):          # a warm launch's stream=
+        again = b.interval("gpu1")
+    again.stop()
+    assert rt.created == 2 and [s for _, s in rt.recorded[2:]] == [99, 99]     # gpu1's pool, reused
+    b.interval("gpu0").stop()
+    assert [rt.made_on[h] for h, _ in rt.recorded[4:]] == [0, 0]               # not gpu1's events
