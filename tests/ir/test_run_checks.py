@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import cubepy as cb
-from cubepy import Array, Mut, f32, f64, i32, i64
+from cubepy import Array, Mut, f32, f64, i8, i32, i64, u8
 from cubepy.ir.nodes import walk
 from tests.conftest import poisoned
 
@@ -102,6 +102,41 @@ def test_the_loads_of_a_gather_are_tested_once_before_the_run_and_give_the_same_
     error, (zones, x, y) = _same_as_per_load_checks(stencil, 4, 64, args)
     assert error is None
     np.testing.assert_array_equal(y, x[zones - 1] + 2.0 * x[zones] + x[zones + 1] - x[zones - 5])
+
+
+def test_only_what_the_tests_read_is_computed_before_the_run(rng):
+    # x[i + 1]'s index is computed on each side where it is loaded: computed before the run, every
+    # such index stays live across the checked side's branches (MATVEC_3D_STENCIL's tuned port took
+    # 54 registers instead of 32 on sm_90)
+    body = compiled_ir(stencil, *_stencil_args(rng))
+    block = next(b for op in walk(body) for b in op.blocks if any("run_checks" in o.attrs for o in b.ops))
+    run = next(op for op in block.ops if "run_checks" in op.attrs)
+
+    def plus_one(ops) -> int:
+        return sum(op.opcode == "add" and any(getattr(a, "value", None) == 1 for a in op.args) for op in ops)
+    assert plus_one(block.ops[:block.ops.index(run)]) == 0
+    assert [plus_one(side.ops) for side in run.blocks] == [1, 1]
+
+
+@cb.kernel
+def plane_op_after_a_run(x: Array[f32], z: Array[i8], y: Mut[Array[i32]]):
+    t = cb.UNIT_POS
+    v = cb.select(i64(x[i64(1) % len(x)]) < i64(z[i32(x[i32(3) % len(x)]) % len(z)]), i32(-2), i32(7))
+    for _ in cb.unroll(range(2)):
+        if t // cb.PLANE_DIM == 0:         # the first test is computed in the versioned run
+            y[cb.ABSOLUTE_POS] = i32(cb.plane_exclusive_sum(u8(1))) + v
+
+
+def test_a_value_the_run_computes_for_later_code_keeps_its_uniformity(rng):
+    # found by the fuzzer (seed 758): a plane-uniform guard computed inside the versioned run and
+    # read after it must not become a per-unit value, or the plane op under it is refused
+    args = [rng.standard_normal(10).astype(np.float32), rng.integers(-5, 5, 10).astype(np.int8),
+            np.full(384, -99, np.int32)]
+    assert len(_runs(plane_op_after_a_run, *args, dim=128)) == 1
+    error, (x, z, y) = _same_as_per_load_checks(plane_op_after_a_run, 3, 128, args)
+    v = -2 if int(x[1]) < int(z[int(x[3]) % 10]) else 7
+    first = np.arange(384) % 128 < 32
+    assert error is None and (y[first] == np.tile(np.arange(32), 3) + v).all() and (y[~first] == -99).all()
 
 
 # x[i + 1] at i = 2**63 - 1 wraps to the most negative index: one test covers x[i - 1 .. i + 1]
