@@ -9,11 +9,13 @@ memory, leave the block, hold blocks or exchange values between units (plane ops
 a run runs, in order, for each unit that reaches it. When two or more checked loads of a run have
 indices that none of the run's checked loads feeds, their tests can be made before the run::
 
-    the ops their indices need (moved up: they run anyway), the tests
+    the ops the tests and later code read (moved up: they run anyway), the tests
     if every test holds:  the run, those loads unchecked
     else:                 the run as it was (each load checked: the same report, the same zero)
 
-Values the run defines that later code uses leave both sides through variables. First, a load of
+Each side computes its other indices where it loads them, so that they are not all live across
+the checked side's branches. Values the run defines that later code uses leave both sides through
+variables. First, a load of
 a variable is replaced by the value stored to it earlier in the same block, so that an index read
 through a variable (``i = zones[ii]``, then ``x[i - 1]``) is known before the run as well.
 """
