@@ -217,10 +217,13 @@ class Codegen(AnalysisMixin, GangChoiceMixin, CubeMixin, PlaneMixin, RegionMixin
         """The ``!llvm.loop`` of a small loop over a cube's units: unrolled 4 times at most. Vectorized
         and then unrolled whole, a 256-unit saxpy became one block of 32 vector multiplies a
         cube and ran 1.13x numba's time on a Sapphire Rapids host (2026-12-05); as a loop, 1.00x
-        (docs/benchmarks.md, the sixteenth session). A 128-unit cube is still one block."""
+        (docs/benchmarks.md, the sixteenth session). A 128-unit cube is still one block. The
+        vectorizer interleaves once: on a Zen 4 it interleaved 4 vectors, which the unroll count
+        made 256 units, the whole cube again (same speed there; one shape of code on every host)."""
         unroll = self._shared_md("unroll", '!{!"llvm.loop.unroll.count", i32 4}')
+        interleave = self._shared_md("interleave", '!{!"llvm.loop.interleave.count", i32 1}')
         node = f"!{len(self.metadata)}"
-        self.metadata.append(f"{node} = distinct !{{{node}, {unroll}}}")
+        self.metadata.append(f"{node} = distinct !{{{node}, {unroll}, {interleave}}}")
         return node
 
     def _ws(self, off: int) -> str:
