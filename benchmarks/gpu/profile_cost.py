@@ -3,9 +3,10 @@
     python benchmarks/gpu/profile_cost.py [--out results.json]
 
 Rows (us per warm launch, CuPy arrays, median over interleaved rounds as in launch_forms.py):
-``cupy.RawKernel`` alone; RawKernel with the two event records a profile makes per launch;
-RawKernel with those records and the profile's reads (``eventElapsedTime`` per launch, its handles
-back to a pool, every 64 launches as `cubepy.runtime.profiling` reads them); cubepy's warm
+``cupy.RawKernel`` alone; RawKernel with the two event records a profile makes per launch
+(handles from a pool of the row's own, given back unread every 64 launches); RawKernel with those
+records and the profile's reads (``eventElapsedTime`` per launch, every 64 launches as
+`cubepy.runtime.profiling` reads them); cubepy's warm
 ``k[16, 256](...)``; and the same inside ``cb.profile()``. The difference between the last row
 and the third is cubepy's own cost of profiling; the third minus the first is CUDA's.
 """
@@ -27,29 +28,31 @@ N = 4096
 
 
 def event_rows(cp, raw, x, y) -> dict:
-    """RawKernel with a profile's CUDA calls made by hand (raw handles from a pool)."""
-    rt, pool, pending = cp.cuda.runtime, [], []
+    """RawKernel with a profile's CUDA calls made by hand (raw handles, each row its own pool)."""
+    rt = cp.cuda.runtime
     args = (x, y, cp.float32(2.0), cp.int32(N))
 
-    def events() -> None:
-        start = pool.pop() if pool else rt.eventCreate()
-        stream = cp.cuda.get_current_stream().ptr
-        rt.eventRecord(start, stream)
-        raw((N // 256,), (256,), args)
-        stop = pool.pop() if pool else rt.eventCreate()
-        rt.eventRecord(stop, stream)
-        pending.append((start, stop))
+    def row(read: bool):
+        pool = [rt.eventCreate() for _ in range(256)]       # no creation while timed
+        pending = []
 
-    def events_and_reads() -> None:
-        events()
-        if len(pending) >= 64:
-            for start, stop in pending:
-                rt.eventSynchronize(stop)
-                rt.eventElapsedTime(start, stop)
-                pool.append(start)
-                pool.append(stop)
-            pending.clear()
-    return {"RawKernel + 2 event records": events, "RawKernel + 2 records + the reads": events_and_reads}
+        def launch() -> None:
+            start, stop = pool.pop(), pool.pop()
+            stream = cp.cuda.get_current_stream().ptr
+            rt.eventRecord(start, stream)
+            raw((N // 256,), (256,), args)
+            rt.eventRecord(stop, stream)
+            pending.append((start, stop))
+            if len(pending) >= 64:          # as a profile reads (or, unread, gives the handles back)
+                for first, last in pending:
+                    if read:
+                        rt.eventSynchronize(last)
+                        rt.eventElapsedTime(first, last)
+                    pool.append(first)
+                    pool.append(last)
+                pending.clear()
+        return launch
+    return {"RawKernel + 2 event records": row(False), "RawKernel + 2 records + the reads": row(True)}
 
 
 def main() -> None:
