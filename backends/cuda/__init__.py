@@ -174,7 +174,6 @@ class CudaBackend(DeviceBackend):
         self._last_named: tuple = (None, None, 0)
         self._event_pools: dict[int, list] = {}      # GPU index -> CUDA events free for reuse (CudaEvent)
         self._interval_pools: dict[int, list] = {}   # GPU index -> raw CUDA event handles free for reuse (CudaInterval)
-        self._interval_makers: dict[DeviceProperties, Callable[[], CudaInterval]] = {}
         self._fast_compile: dict[DeviceProperties, str | None] = {}   # NVRTC --Ofast-compile per probed device
 
     # --- devices ------------------------------------------------------------------------
@@ -475,30 +474,18 @@ class CudaBackend(DeviceBackend):
         return CudaEvent(cp, pool)
 
     def interval(self, properties: DeviceProperties) -> CudaInterval:
-        make = self._interval_makers.get(properties)
-        if make is None:
-            make = self._interval_makers[properties] = self._interval_maker(properties)
-        return make()
-
-    def _interval_maker(self, properties: DeviceProperties) -> Callable[[], CudaInterval]:
-        """What `interval` calls per profiled launch: the pool, the runtime and the stream's
-        look-up bound once for this device."""
         index = self._devices.get(properties, 0)
         pool = self._interval_pools.setdefault(index, [])
         cp = _cupy()
-        rt, current, named = cp.cuda.runtime, cp.cuda.get_current_stream, _NAMED
-
-        def create() -> int:
-            if not self._several_devices:
-                return rt.eventCreate()
+        if pool:
+            start = pool.pop()
+        elif self._several_devices:
             with cp.cuda.Device(index):           # an event belongs to the GPU current at its creation
-                pool.append(rt.eventCreate())     # the stop event, made here for the same reason
-                return rt.eventCreate()
-
-        def make() -> CudaInterval:
-            stream = named.ptr
-            return CudaInterval(rt, pool, current().ptr if stream is None else stream, pool.pop() if pool else create())
-        return make
+                start = cp.cuda.runtime.eventCreate()
+                pool.append(cp.cuda.runtime.eventCreate())     # the stop event, made here for the same reason
+        else:
+            start = cp.cuda.runtime.eventCreate()
+        return CudaInterval(cp.cuda.runtime, pool, _launch_stream(cp), start)
 
     def finish(self, properties: DeviceProperties | None) -> None:
         """Wait for all work on the device, every stream's."""

@@ -142,13 +142,9 @@ def record(name: str, **counts: Any) -> None:
 def record_launch(name: str, interval) -> None:
     """A launch inside a stopped `cubepy.runtime.events.Interval` of the device."""
     for p in ACTIVE:
-        stats = p.kernels.get(name)
-        if stats is None:
-            stats = p.stats(name)
-        stats.launches += 1
-        timings = p._timings
-        timings.append((name, interval))
-        if len(timings) >= p._read_at:
+        p.stats(name).launches += 1
+        p._timings.append((name, interval))
+        if len(p._timings) >= p._read_at:
             p.read_finished()
 
 
