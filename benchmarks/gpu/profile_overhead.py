@@ -17,6 +17,7 @@ import time
 from types import SimpleNamespace
 
 from cubepy.backends import cuda as cuda_backend
+
 from cubepy.runtime import profiling
 
 
