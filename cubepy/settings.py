@@ -14,6 +14,8 @@
 | shape-generic   | CUBEPY_SHAPE_GENERIC | 1: one compile for the CubeDims a kernel does not need; 0: one each |
 | CPU ISA         | CUBEPY_CPU_ISA       | native; avx2: the host's without AVX-512 (an AVX2 machine's code)  |
 | trace index     | CUBEPY_TRACE_INDEX   | 1: reuse traces from the disk cache while their reads hold; 0: off |
+| profile timer   | CUBEPY_PROFILE_TIMER | auto: CUPTI's records on CUDA where it serves, else events; events |
+| CUPTI library   | CUBEPY_CUPTI_LIBRARY | unset: looked for in NVIDIA's wheels and the CUDA toolkit |
 """
 
 from __future__ import annotations
@@ -99,6 +101,20 @@ def cpu_isa() -> str:
     if value not in CPU_ISAS:
         raise ValueError(f"CUBEPY_CPU_ISA={value!r}: use {' or '.join(CPU_ISAS)}")
     return value
+
+
+def profile_timer() -> str:
+    """CUBEPY_PROFILE_TIMER: ``auto`` (the default: CUPTI's records on CUDA where CUPTI serves) or
+    ``events`` (two CUDA events around each profiled launch)."""
+    value = os.environ.get("CUBEPY_PROFILE_TIMER", "auto").strip().lower() or "auto"
+    if value not in ("auto", "events"):
+        raise ValueError(f"CUBEPY_PROFILE_TIMER={value!r}: use auto or events")
+    return value
+
+
+def cupti_library() -> str | None:
+    """CUBEPY_CUPTI_LIBRARY: the path of ``libcupti`` for the CUDA profile timer, if set."""
+    return os.environ.get("CUBEPY_CUPTI_LIBRARY", "").strip() or None
 
 
 def print_limit() -> int:

@@ -40,6 +40,7 @@ from cubepy.errors import (
 )
 from cubepy.ir.nodes import Kernel
 from cubepy.ir.types import RUNTIME_CUBE_UNITS
+from cubepy.log import logger as log
 from cubepy.runtime import dlpack
 from cubepy.runtime.backend import DirectLauncher
 from cubepy.runtime.device_arrays import (
@@ -54,7 +55,8 @@ from cubepy.runtime.launch_checks import launch_in_bounds
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle.flags import CUDA_FP_FLAGS
-from . import device_query
+from . import cupti, device_query
+from .cupti import CuptiInterval
 from .packing import BUFFER, INLINE, LAUNCH_OK, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
 
 if TYPE_CHECKING:
@@ -175,6 +177,7 @@ class CudaBackend(DeviceBackend):
         self._event_pools: dict[int, list] = {}      # GPU index -> CUDA events free for reuse (CudaEvent)
         self._interval_pools: dict[int, list] = {}   # GPU index -> raw CUDA event handles free for reuse (CudaInterval)
         self._fast_compile: dict[DeviceProperties, str | None] = {}   # NVRTC --Ofast-compile per probed device
+        self._cupti_timer: Any = None                 # cupti.ActivityTimer; False where CUPTI cannot serve
 
     # --- devices ------------------------------------------------------------------------
 
@@ -473,8 +476,18 @@ class CudaBackend(DeviceBackend):
                 return CudaEvent(cp, pool)
         return CudaEvent(cp, pool)
 
-    def interval(self, properties: DeviceProperties) -> CudaInterval:
+    def interval(self, properties: DeviceProperties) -> CudaInterval | CuptiInterval:
         index = self._devices.get(properties, 0)
+        timer = self._cupti_timer
+        if timer is None:
+            timer = self._cupti_timer = cupti.timer(self._synchronize_gpu) or False
+        if timer:
+            try:
+                return CuptiInterval(timer, index)
+            except cupti.CuptiError as e:     # CUPTI loaded but cannot record here: events from now on
+                log.info("the CUDA profile timer falls back to events: %s", e)
+                self._cupti_timer = False
+                cupti.forget()
         pool = self._interval_pools.setdefault(index, [])
         cp = _cupy()
         if pool:
@@ -486,6 +499,11 @@ class CudaBackend(DeviceBackend):
         else:
             start = cp.cuda.runtime.eventCreate()
         return CudaInterval(cp.cuda.runtime, pool, _launch_stream(cp), start)
+
+    def _synchronize_gpu(self, index: int) -> None:
+        cp = _cupy()
+        with cp.cuda.Device(index):
+            cp.cuda.runtime.deviceSynchronize()
 
     def finish(self, properties: DeviceProperties | None) -> None:
         """Wait for all work on the device, every stream's."""

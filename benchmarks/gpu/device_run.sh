@@ -92,7 +92,8 @@ for stage in $stages; do
     ptxjit)
         CUDA_CACHE_DISABLE=1 timeout 120 python3 benchmarks/gpu/ptx_jit.py --runs 5 --fuzz-seeds 5000001 --out "$out/ptx_jit.json" 2>&1 | tee "$out/ptx_jit.log" ;;
     profcost)
-        timeout 120 python3 benchmarks/gpu/profile_cost.py --out "$out/profile_cost.json" 2>&1 | tee "$out/profile_cost.log" ;;
+        timeout 120 python3 benchmarks/gpu/profile_cost.py --out "$out/profile_cost.json" 2>&1 | tee "$out/profile_cost.log"
+        CUBEPY_PROFILE_TIMER=events timeout 120 python3 benchmarks/gpu/profile_cost.py 2>&1 | tee "$out/profile_cost_events.log" ;;
     tuned)
         for timer in events queued; do
             timeout 240 python3 -m benchmarks.rajaperf --kernels MATVEC_3D_STENCIL,LTIMES --device cuda --sizes default,32x \

@@ -8,23 +8,78 @@ Rows (us per warm launch, CuPy arrays, median over interleaved rounds as in laun
 records and the profile's reads (``eventElapsedTime`` per launch, every 64 launches as
 `cubepy.runtime.profiling` reads them); cubepy's warm
 ``k[16, 256](...)``; and the same inside ``cb.profile()``. The difference between the last row
-and the third is cubepy's own cost of profiling; the third minus the first is CUDA's.
+and the third is cubepy's own cost of profiling with events; the third minus the first is CUDA's.
+
+Inside the profile, where CUPTI serves as the timer (`backends.cuda.cupti`, the default): RawKernel
+unprofiled (what CUPTI's records cost every launch while a profile runs) and RawKernel between the
+timer's push and pop (what a profiled launch adds to it). ``CUBEPY_PROFILE_TIMER=events`` runs the
+profile with events instead. Then the timers' figures: a long kernel's device time by the profile
+against CUDA events around the same launches, on CuPy arrays and on NumPy arrays (their copies
+inside), and what the profile's end (waiting, reading the records) costs per launch.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 import cubepy as cb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: tests.kernels
+from cubepy.backends.cuda import cupti  # noqa: E402
+
 from benchmarks.gpu.launch_forms import RAW, measure  # noqa: E402
 from tests.kernels import saxpy  # noqa: E402
 
 N = 4096
+LONG = 1 << 25
+
+
+def timer_rows(cp, raw, x, y) -> dict:
+    """RawKernel with CUPTI serving as the profile's timer (call inside a profile)."""
+    timer = cupti.timer(lambda index: cp.cuda.Device(index).synchronize())
+    if timer is None or os.environ.get("CUBEPY_PROFILE_TIMER") == "events":
+        return {}
+    args = (x, y, cp.float32(2.0), cp.int32(N))
+
+    def between() -> None:
+        timer.start(0)
+        raw((N // 256,), (256,), args)
+        timer.stop()
+    return {"inside cb.profile(): RawKernel between push and pop": between}
+
+
+def timers_agree(cp, dev) -> dict:
+    """A long kernel's device time: the profile's figure against CUDA events around each launch."""
+    import numpy as np
+
+    found = {}
+    for name, make in (("cupy", lambda a: cp.asarray(a)), ("numpy", lambda a: a)):
+        x, y = make(np.ones(LONG, np.float32)), make(np.ones(LONG, np.float32))
+        saxpy[LONG // 256, 256](x, y, 2.0, device=dev)          # compiled and warm
+        cp.cuda.Device().synchronize()
+        events, launches = [], 20
+        with cb.profile() as p:
+            for _ in range(launches):
+                start, stop = cp.cuda.Event(), cp.cuda.Event()
+                start.record()
+                saxpy[LONG // 256, 256](x, y, 2.0, device=dev)
+                stop.record()
+                events.append((start, stop))
+            ended = time.perf_counter()
+        ended = time.perf_counter() - ended
+        by_events = sum(cp.cuda.get_elapsed_time(a, b) for a, b in events)
+        stats = p.kernels["saxpy"]
+        found[name] = {"profile_ms": stats.kernel_ms, "events_ms": by_events, "launches": stats.launches,
+                       "profile_end_us_per_launch": ended / launches * 1e6}
+        print(f"  {name} arrays, {LONG} float32, {launches} launches: profile {stats.kernel_ms:.3f} ms, "
+              f"events around them {by_events:.3f} ms (ratio {stats.kernel_ms / by_events:.3f}); the profile's "
+              f"end {ended / launches * 1e6:.1f} us a launch")
+    return found
 
 
 def event_rows(cp, raw, x, y) -> dict:
@@ -74,19 +129,27 @@ def main() -> None:
     times = measure(fns, sync)
     with cb.profile() as p:
         inside = measure({"inside cb.profile(): cubepy k[16, 256](...)": fns["cubepy k[16, 256](...)"],
-                          "inside cb.profile(): RawKernel (not profiled)": fns[peer]}, sync)
+                          "inside cb.profile(): RawKernel (not profiled)": fns[peer],
+                          **timer_rows(cp, raw, x, y)}, sync)
+        ended = time.perf_counter()
+    ended = time.perf_counter() - ended
     times.update(inside)
     launches = p.kernels["saxpy"].launches
     base = times[peer]
-    print(f"device: {dev.properties.name}; {N} float32; {launches} profiled launches")
+    print(f"device: {dev.properties.name}; {N} float32; {launches} profiled launches; timer "
+          f"{os.environ.get('CUBEPY_PROFILE_TIMER', 'auto')}, CUPTI "
+          f"{'found' if cupti.timer(lambda i: None) else 'not used'}; the profile's end "
+          f"{ended / max(launches, 1) * 1e6:.2f} us a launch")
     for name, us in times.items():
         print(f"  {name:52s} {us:8.2f} us  RawKernel {us - base:+.2f} us")
     events = times["RawKernel + 2 records + the reads"]
     print(f"  CUDA's part of a profiled launch: {events - base:+.2f} us; cubepy's own: "
           f"{times['inside cb.profile(): cubepy k[16, 256](...)'] - events:+.2f} us")
+    agree = timers_agree(cp, dev)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"device": dev.properties.name, "us_per_launch": times}, f, indent=1)
+            json.dump({"device": dev.properties.name, "us_per_launch": times, "timers": agree,
+                       "timer": os.environ.get("CUBEPY_PROFILE_TIMER", "auto")}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ While a profile is active, warm launches too run between two events.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +38,7 @@ class KernelStats:
     syncs: int = 0
 
 
-@dataclass
+@dataclass(eq=False)         # each profile is its own: nested ones with equal figures are not one
 class Profile:
     """The statistics of a ``with cb.profile()`` block, by kernel name."""
 
@@ -96,6 +96,13 @@ class Profile:
 
 
 ACTIVE: list[Profile] = []      # the profiles of the enclosing ``with`` blocks, innermost last
+_WHEN_ENDED: list[Callable[[], None]] = []     # called once when no profile is active any more
+
+
+def when_profiles_end(call: Callable[[], None]) -> None:
+    """Call ``call`` once, after the last active profile has read its launches (a backend's
+    timer that costs something while it runs stops there)."""
+    _WHEN_ENDED.append(call)
 
 
 @contextmanager
@@ -107,7 +114,13 @@ def profile() -> Iterator[Profile]:
         yield p
     finally:
         ACTIVE.remove(p)
-        p.finish()
+        try:
+            p.finish()
+        finally:
+            if not ACTIVE:
+                ended, _WHEN_ENDED[:] = list(_WHEN_ENDED), []
+                for call in ended:
+                    call()
 
 
 # What this process compiled, for the life of the process (`cubepy.compile_stats`).
@@ -148,4 +161,5 @@ def record_launch(name: str, interval) -> None:
             p.read_finished()
 
 
-__all__ = ["ACTIVE", "TOTALS", "KernelStats", "Profile", "compile_stats", "profile", "record", "record_launch"]
+__all__ = ["ACTIVE", "TOTALS", "KernelStats", "Profile", "compile_stats", "profile", "record", "record_launch",
+           "when_profiles_end"]

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 from cubepy.backends import cuda as cuda_backend
-from cubepy.backends.cuda import CudaEvent, CudaInterval
+from cubepy.backends.cuda import CudaEvent, CudaInterval, cupti
 
 
 class FakeError(Exception):
@@ -116,6 +116,8 @@ def fake_cupy(rt: FakeDeviceRuntime, stream_ptr: int):
 
 
 def test_a_backends_intervals_use_each_gpus_own_events_and_the_launch_stream(monkeypatch):
+    monkeypatch.setenv("CUBEPY_PROFILE_TIMER", "events")          # CUPTI's timer: tests/backends/test_cupti.py
+    monkeypatch.setattr(cupti, "_TIMER", [])
     rt = FakeDeviceRuntime()
     monkeypatch.setattr(cuda_backend, "_cupy", lambda: fake_cupy(rt, 55))
     b = cuda_backend.CudaBackend()

@@ -307,3 +307,31 @@ def test_a_launch_proven_in_bounds_runs_the_build_without_checks_and_the_others_
     assert len(executable.modules) == 2
     src = compiled.source()
     assert "#define CB_LAUNCH_OK (cb_launch_ok != 0)" in src
+
+
+@pytest.mark.filterwarnings("ignore::cubepy.TransferWarning")
+@pytest.mark.parametrize("arrays", ["cupy", "numpy"])
+def test_the_profiles_device_time_lies_within_events_around_each_launch(cuda_device, arrays):
+    """Whichever timer the profile uses (CUPTI's records where they serve, else events), a long
+    kernel's device time is at most what events just outside each launch measure, and most of it
+    (with NumPy arrays, their copies are inside both)."""
+    cp = pytest.importorskip("cupy")
+    n = 1 << 24
+    make = cp.asarray if arrays == "cupy" else np.asarray
+    x, y = make(np.random.default_rng(5).random(n, dtype=np.float32)), make(np.ones(n, np.float32))
+    launcher = saxpy[n // 256, 256]
+    launcher(x, y, 0.5, device=cuda_device)
+    cp.cuda.Device().synchronize()
+    around = []
+    with cb.profile() as p:
+        for _ in range(5):
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            launcher(x, y, 0.5, device=cuda_device)
+            stop.record()
+            around.append((start, stop))
+    stop.synchronize()
+    by_events = sum(cp.cuda.get_elapsed_time(a, b) for a, b in around)
+    stats = p.kernels["saxpy"]
+    assert stats.launches == 5
+    assert 0.5 * by_events <= stats.kernel_ms <= by_events * 1.01 + 0.01

@@ -66,6 +66,16 @@ def test_nested_profiles_both_record_and_nothing_is_recorded_outside():
     assert found.compiles + found.disk_loads == 1 and inner.kernels["scale"].compiles == 0
 
 
+def test_nested_profiles_with_equal_figures_end_each_their_own():
+    from cubepy.runtime.profiling import ACTIVE
+
+    with cb.profile() as outer:
+        with cb.profile() as inner:
+            assert ACTIVE == [outer, inner]
+        assert ACTIVE == [outer]        # the inner one left, though its (empty) figures equal the outer's
+    assert ACTIVE == []
+
+
 class _Interval:
     """An interval whose work is done (or not yet), 1 ms long."""
 
