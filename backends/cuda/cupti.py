@@ -3,19 +3,20 @@
 Two CUDA events around each profiled launch cost three driver calls (two ``cudaEventRecord`` and
 one ``cudaEventElapsedTime``): about 3-4 us of host time a launch on an H200 host, more than a
 warm launch itself. CUPTI, NVIDIA's profiling library, makes the driver write each kernel's (and
-copy's) start and end into buffers this module hands it, with no call of ours per launch. A
-profiled launch pushes and pops an *external correlation id* around the launch (two calls into
-CUPTI, no driver call); CUPTI then writes one record linking that id to the driver's correlation id
-of each API call in between, and the launch's device time is the span from the first start to
-the last end among its kernels, copies and memsets: what two events around the launch measured.
+copy's) start and end into buffers this module hands it. A profiled launch pushes and pops an
+*external correlation id* around the launch (two calls into CUPTI, no driver call); CUPTI writes
+an API record for each launch, copy or memset driver call (`DRIVER_CALLS`: no other call is
+traced) and, before it, one linking that id to the call's correlation id. The launch's device time
+is the span from the first start to the last end among its kernels, copies and memsets: what two
+events around the launch measured, less the gaps.
 
 The records are read when a profile's launches are read (`ActivityTimer.collect`): that waits for
 the GPUs the profile launched on, flushes CUPTI's buffers and parses them. The record layouts are
 CUPTI's (``cupti_activity.h``): the fields read here keep their offsets from CUPTI 10 to 13.
 
 CUPTI takes one client per process for activity records: where another profiler holds it (Nsight
-Systems, torch.profiler) or no ``libcupti`` is found, `timer` returns None and the backend keeps
-its events. ``CUBEPY_PROFILE_TIMER=events`` chooses the events always.
+Systems, torch.profiler) or no ``libcupti`` is found, the backend keeps its events.
+``CUBEPY_PROFILE_TIMER=events`` chooses the events always.
 """
 
 from __future__ import annotations
