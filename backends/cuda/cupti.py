@@ -5,10 +5,11 @@ one ``cudaEventElapsedTime``): about 3-4 us of host time a launch on an H200 hos
 warm launch itself. CUPTI, NVIDIA's profiling library, makes the driver write each kernel's (and
 copy's) start and end into buffers this module hands it. A profiled launch pushes and pops an
 *external correlation id* around the launch (two calls into CUPTI, no driver call); CUPTI writes
-an API record for each launch, copy or memset driver call (`DRIVER_CALLS`: no other call is
-traced) and, before it, one linking that id to the call's correlation id. The launch's device time
-is the span from the first start to the last end among its kernels, copies and memsets: what two
-events around the launch measured, less the gaps.
+an API record for each launch, copy or memset call of the driver or the runtime
+(`DRIVER_CALLS`, `RUNTIME_CALLS`: no other call is traced) and, before it, one linking that id
+to the call's correlation id. The launch's device time is the span from the first start to the
+last end among its kernels, copies and memsets: what two events around the launch measured, less
+the gaps.
 
 The records are read when a profile's launches are read (`ActivityTimer.collect`): that waits for
 the GPUs the profile launched on, flushes CUPTI's buffers and parses them. The record layouts are
@@ -46,6 +47,12 @@ DRIVER_CALLS = (
     287, 288, 289, 290, 291, 305, 306, 307, 318, 319, 320, 321, 397, 398, 399, 405, 406, 407, 408, 409, 410,
     411, 412, 413, 414, 415, 416, 418, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 442,
     477, 478, 652, 653, 776, 777, 778, 779, 796, 797, 798, 799, 216, 218, 220, 222, 224, 226,
+)
+# The runtime's calls of the same kinds (``cupti_runtime_cbid.h``): CuPy copies with
+# ``cudaMemcpyAsync``, whose work the driver's calls above do not see.
+RUNTIME_CALLS = (
+    13, *range(31, 53), 142, 143, 144, 145, 160, 161, 162, 163, 211, 213, 214, *range(215, 237), 243, 244, 245,
+    246, 249, 250, 269, 270, 272, 430, 431, 482, 483, 484, 485, 509, 510, 511, 512,
 )
 EXTERNAL_KIND = 5                  # CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 (torch's Kineto uses CUSTOM0 and 1)
 FLUSH_FORCED = 1
@@ -92,6 +99,7 @@ def typed(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.cuptiActivityEnable.argtypes = lib.cuptiActivityDisable.argtypes = (ctypes.c_int,)
     lib.cuptiActivityFlushAll.argtypes = (ctypes.c_uint32,)
     lib.cuptiActivityEnableDriverApi.argtypes = (ctypes.c_int, ctypes.c_uint8)
+    lib.cuptiActivityEnableRuntimeApi.argtypes = (ctypes.c_int, ctypes.c_uint8)
     return lib
 
 
@@ -204,6 +212,8 @@ class ActivityTimer:
                 result = self._lib.cuptiActivityEnableDriverApi(call, 1)
                 if call == LAUNCH_CALL:
                     check(result, "cuptiActivityEnableDriverApi(cuLaunchKernel)")
+            for call in RUNTIME_CALLS:
+                self._lib.cuptiActivityEnableRuntimeApi(call, 1)
         except CuptiError:
             self.disable()
             raise
@@ -215,6 +225,8 @@ class ActivityTimer:
             self._enabled = False
             for call in DRIVER_CALLS:
                 self._lib.cuptiActivityEnableDriverApi(call, 0)
+            for call in RUNTIME_CALLS:
+                self._lib.cuptiActivityEnableRuntimeApi(call, 0)
             for kind in (*TIMED_KINDS, KIND_EXTERNAL_CORRELATION):
                 self._lib.cuptiActivityDisable(kind)
             self._lib.cuptiActivityFlushAll(FLUSH_FORCED)

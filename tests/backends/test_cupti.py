@@ -52,6 +52,10 @@ class StandInCupti:
         (self.driver_calls.add if on else self.driver_calls.discard)(call)
         return 0
 
+    def cuptiActivityEnableRuntimeApi(self, call, on):
+        (self.driver_calls.add if on else self.driver_calls.discard)(-call)     # runtime calls: negative
+        return 0
+
     def call(self, cbid: int, work: list[tuple[int, int, int]]) -> None:
         """A driver call ``cbid`` whose device work is ``work``: (kind, start ns, end ns) each."""
         self.correlation += 1
@@ -96,7 +100,7 @@ class StandInCupti:
         return 0
 
 
-LAUNCH, COPY = 307, 277          # cuLaunchKernel, cuMemcpyHtoDAsync_v2
+LAUNCH, COPY = 307, -41          # cuLaunchKernel; cudaMemcpyAsync (a runtime call: negative here)
 
 
 @pytest.fixture
@@ -140,7 +144,7 @@ def test_the_timer_records_only_while_a_profile_is_active(stand_in):
         assert inner.kernels["k"].kernel_ms == pytest.approx(0.001)
         assert lib.kinds and lib.driver_calls     # the outer profile still runs
     assert not lib.kinds and not lib.driver_calls
-    assert LAUNCH in cupti.DRIVER_CALLS and COPY in cupti.DRIVER_CALLS
+    assert LAUNCH in cupti.DRIVER_CALLS and -COPY in cupti.RUNTIME_CALLS
 
 
 def test_other_clients_ids_and_untimed_calls_are_left_out(stand_in):
