@@ -476,14 +476,15 @@ class CudaBackend(DeviceBackend):
                 return CudaEvent(cp, pool)
         return CudaEvent(cp, pool)
 
-    def interval(self, properties: DeviceProperties) -> CudaInterval | CuptiInterval:
+    def interval(self, properties: DeviceProperties,
+                 executable: Executable | None = None) -> CudaInterval | CuptiInterval:
         index = self._devices.get(properties, 0)
         timer = self._cupti_timer
         if timer is None:
             timer = self._cupti_timer = cupti.timer(self._synchronize_gpu) or False
-        if timer:
+        if timer and executable is not None:
             try:
-                return CuptiInterval(timer, index)
+                return CuptiInterval(timer, index, executable.rendered.name)
             except cupti.CuptiError as e:     # CUPTI loaded but cannot record here: events from now on
                 log.info("the CUDA profile timer falls back to events: %s", e)
                 self._cupti_timer = False

@@ -1,19 +1,24 @@
 """CUPTI's activity records as ``cb.profile()``'s timer on CUDA.
 
 Two CUDA events around each profiled launch cost three driver calls (two ``cudaEventRecord`` and
-one ``cudaEventElapsedTime``): about 3-4 us of host time a launch on an H200 host, more than a
-warm launch itself. CUPTI, NVIDIA's profiling library, makes the driver write each kernel's (and
-copy's) start and end into buffers this module hands it. A profiled launch pushes and pops an
-*external correlation id* around the launch (two calls into CUPTI, no driver call); CUPTI writes
-an API record for each launch, copy or memset call of the driver or the runtime
-(`DRIVER_CALLS`, `RUNTIME_CALLS`: no other call is traced) and, before it, one linking that id
-to the call's correlation id. The launch's device time is the span from the first start to the
-last end among its kernels, copies and memsets: what two events around the launch measured, less
-the gaps.
+one ``cudaEventElapsedTime``): about 4 us of host time a launch on an H100 host, more than a warm
+launch itself. CUPTI, NVIDIA's profiling library, makes the driver write each kernel's start and
+end into buffers this module hands it, for about 0.7 us a launch and no call of ours.
 
-The records are read when a profile's launches are read (`ActivityTimer.collect`): that waits for
-the GPUs the profile launched on, flushes CUPTI's buffers and parses them. The record layouts are
-CUPTI's (``cupti_activity.h``): the fields read here keep their offsets from CUPTI 10 to 13.
+The records carry the kernel's entry name, not cubepy's launch: a profiled launch takes the next
+number among its kernel's launches (a counter in Python, `ActivityTimer.start`), and the n-th
+record of that name, in the driver's order of calls (correlation ids), is its time. That holds
+while every launch of the name goes through cubepy's runtime; where CUPTI saw launches of the
+name that cubepy did not make (XLA's FFI calls, another library's kernel of that name), the
+counts differ, and those launches' times are NaN, with a RuntimeWarning that names the kernel
+and the fix (``CUBEPY_PROFILE_TIMER=events``). Copies are not kernels: a NumPy argument's copies
+are counted (bytes, count) but not in the device time, where events around the launch included
+them.
+
+The records are read when a profile ends (`ActivityTimer.collect`): that waits for the GPUs the
+profile launched on, flushes CUPTI's buffers and parses them. The record's layout is CUPTI's
+``CUpti_ActivityKernel4`` to ``10`` (``cupti_activity.h``): the fields read here keep their
+offsets from CUPTI 10 to 13.
 
 CUPTI takes one client per process for activity records: where another profiler holds it (Nsight
 Systems, torch.profiler) or no ``libcupti`` is found, the backend keeps its events.
@@ -25,46 +30,26 @@ from __future__ import annotations
 import atexit
 import ctypes
 import glob
-import itertools
+import math
 import os
 import struct
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 from cubepy.runtime import profiling
 from cubepy.runtime.events import not_recorded
 
-KIND_MEMCPY, KIND_MEMSET, KIND_KERNEL, KIND_EXTERNAL_CORRELATION = 1, 2, 10, 39
-TIMED_KINDS = (KIND_MEMCPY, KIND_MEMSET, KIND_KERNEL)
-# The driver calls whose API records CUPTI writes while a profile runs (``cupti_driver_cbid.h``):
-# an external correlation record comes with an API record, so these are the calls a profiled
-# launch's id reaches: kernel launches, copies and memsets. Every other driver call stays untraced.
-LAUNCH_CALL = 307                  # cuLaunchKernel: CuPy's launch; required
-DRIVER_CALLS = (
-    43, 45, 47, 56, 57, 58, 60, 62, 64, 68, 69, 248, 249, 250, 251, 252, 253, 254, 276, 277, 278, 279, 280, 281,
-    287, 288, 289, 290, 291, 305, 306, 307, 318, 319, 320, 321, 397, 398, 399, 405, 406, 407, 408, 409, 410,
-    411, 412, 413, 414, 415, 416, 418, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 442,
-    477, 478, 652, 653, 776, 777, 778, 779, 796, 797, 798, 799, 216, 218, 220, 222, 224, 226,
-)
-# The runtime's calls of the same kinds (``cupti_runtime_cbid.h``): CuPy copies with
-# ``cudaMemcpyAsync``, whose work the driver's calls above do not see.
-RUNTIME_CALLS = (
-    13, *range(31, 53), 142, 143, 144, 145, 160, 161, 162, 163, 211, 213, 214, *range(215, 237), 243, 244, 245,
-    246, 249, 250, 269, 270, 272, 430, 431, 482, 483, 484, 485, 509, 510, 511, 512,
-)
-EXTERNAL_KIND = 5                  # CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 (torch's Kineto uses CUSTOM0 and 1)
+KIND_KERNEL = 10                   # CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
 FLUSH_FORCED = 1
 MAX_LIMIT_REACHED = 12             # cuptiActivityGetNextRecord: no more records in the buffer
 BUFFER_BYTES = 4 << 20
-
-# (offset of start, end (u64), correlation id (u32)) in each timed record; start and end sit at
-# 16 and 24 in all three
-CORRELATION_AT = {KIND_KERNEL: 92, KIND_MEMCPY: 44, KIND_MEMSET: 44}
-_SPAN = struct.Struct("<QQ")
+_KERNEL = struct.Struct("<QQ")     # start, end (ns) at offset 16
+CORRELATION_AT, NAME_AT = 92, 104  # the driver call's correlation id (u32), the entry name (char *)
 _U32 = struct.Struct("<I")
-_EXTERNAL = struct.Struct("<IIQI")          # kind, external kind, external id, correlation id
+_POINTER = struct.Struct("<Q")
 
 _REQUESTED = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _COMPLETED = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t,
@@ -93,35 +78,29 @@ def library_candidates() -> list[str]:
 
 def typed(lib: ctypes.CDLL) -> ctypes.CDLL:
     """``lib`` with the argument types of the CUPTI calls `ActivityTimer` makes."""
-    lib.cuptiActivityPushExternalCorrelationId.argtypes = (ctypes.c_int, ctypes.c_uint64)
-    lib.cuptiActivityPopExternalCorrelationId.argtypes = (ctypes.c_int, ctypes.c_void_p)
     lib.cuptiActivityGetNextRecord.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
     lib.cuptiActivityEnable.argtypes = lib.cuptiActivityDisable.argtypes = (ctypes.c_int,)
     lib.cuptiActivityFlushAll.argtypes = (ctypes.c_uint32,)
-    lib.cuptiActivityEnableDriverApi.argtypes = (ctypes.c_int, ctypes.c_uint8)
-    lib.cuptiActivityEnableRuntimeApi.argtypes = (ctypes.c_int, ctypes.c_uint8)
     return lib
 
 
 class ActivityTimer:
-    """CUPTI's activity records for one process: launches between `start` and `stop` are timed
-    by the driver; `collect` reads them. Enabled while a ``cb.profile()`` is active."""
+    """CUPTI's kernel records for one process, on while a ``cb.profile()`` is active: `start`
+    numbers a launch among its kernel's, `collect` reads the records, `span_ms` gives a launch's
+    time."""
 
     def __init__(self, lib: ctypes.CDLL, synchronize: Callable[[int], None]):
         self._lib, self._synchronize = lib, synchronize
-        self._push = lib.cuptiActivityPushExternalCorrelationId
-        self._pop = lib.cuptiActivityPopExternalCorrelationId
-        self._popped = ctypes.c_uint64(0)
-        self._popped_at = ctypes.byref(self._popped)
-        self._ids = itertools.count(1)
         self._enabled = False
         self._devices: set[int] = set()            # the GPUs launched on since the last collect
+        self._launched: dict[str, int] = {}        # entry name -> profiled launches numbered so far
+        self._times: dict[str, list] = {}          # entry name -> its launches' ms, in call order
+        self._skipped: dict[str, set] = {}         # entry name -> numbers that launched nothing
+        self._names: dict[int, str] = {}           # a record's name pointer -> the name
         self._lock = threading.Lock()
         self._free: list = []                      # buffers to hand CUPTI again
         self._lent: dict[int, ctypes.Array] = {}   # address -> buffer CUPTI holds or filled
         self._filled: list[tuple[int, int]] = []   # (address, valid bytes), not parsed yet
-        self._spans: dict[int, list] = {}          # correlation id -> [start, end] (ns)
-        self._external: dict[int, list] = {}       # external id -> its correlation ids
         self._callbacks = (_REQUESTED(self._requested), _COMPLETED(self._completed))   # kept alive
         check(lib.cuptiActivityRegisterCallbacks(*self._callbacks), "cuptiActivityRegisterCallbacks")
 
@@ -140,29 +119,20 @@ class ActivityTimer:
             self._filled.append((buffer, valid))
 
     # --- the profile's side -----------------------------------------------------------------------
-    def start(self, device: int) -> int:
-        """A new external id, pushed for the launch that follows on this thread (on GPU ``device``)."""
+    def start(self, device: int, name: str) -> int:
+        """The number of this launch of entry ``name`` (on GPU ``device``), made next on this thread."""
         if not self._enabled:
             self._enable()
         self._devices.add(device)
-        ident = next(self._ids)
-        self._push(EXTERNAL_KIND, ident)
-        return ident
+        launched = self._launched
+        number = launched.get(name, 0)
+        launched[name] = number + 1
+        return number
 
-    def stop(self) -> None:
-        """Pop the id `start` pushed."""
-        self._pop(EXTERNAL_KIND, self._popped_at)
-
-    def span_ms(self, ident: int) -> float | None:
-        """The device time of launch ``ident`` if its records are read, else None."""
-        ids = self._external.get(ident)
-        if ids is None:
-            return None
-        spans = [self._spans.pop(c) for c in ids if c in self._spans]
-        del self._external[ident]
-        if not spans:
-            return 0.0              # API calls but no device work (a launch of no cube does not come here)
-        return (max(s[1] for s in spans) - min(s[0] for s in spans)) / 1e6
+    def span_ms(self, name: str, number: int) -> float | None:
+        """Launch ``number`` of ``name``'s device time if its record is read, else None."""
+        times = self._times.get(name)
+        return times[number] if times is not None and number < len(times) else None
 
     def buffers(self) -> int:
         """How many record buffers this timer has made (they are reused)."""
@@ -177,99 +147,106 @@ class ActivityTimer:
         check(self._lib.cuptiActivityFlushAll(FLUSH_FORCED), "cuptiActivityFlushAll")
         with self._lock:
             filled, self._filled = self._filled, []
+        found: dict[str, list] = {}
         for address, valid in filled:
-            self._parse(address, valid)
+            self._parse(address, valid, found)
             with self._lock:
                 self._free.append(self._lent.pop(address))
+        for name, made in self._launched.items():
+            records = found.get(name, [])
+            records.sort()                        # by correlation id: the order of the launch calls
+            times = self._times.setdefault(name, [])
+            skipped = self._skipped.get(name, ())
+            ms = iter([m for _, m in records])
+            while len(times) < made:              # number n's record is the n-th, numbers that launched nothing aside
+                times.append(None if len(times) in skipped else next(ms, None))
+            if next(ms, None) is not None or None in (times[n] for n in range(len(times)) if n not in skipped):
+                self._disown(name)
 
-    def _parse(self, address: int, valid: int) -> None:
+    def give_back(self, name: str, number: int) -> None:
+        """Launch ``number`` of ``name`` launched nothing."""
+        self._skipped.setdefault(name, set()).add(number)
+
+    def _disown(self, name: str) -> None:
+        """CUPTI saw launches of ``name`` that cubepy did not number: which record is whose is not
+        known, so none of them is told."""
+        made = self._launched[name]
+        self._times[name] = [math.nan] * made
+        warnings.warn(f"cb.profile(): CUPTI's records of the CUDA kernel '{name}' are not the {made} launches "
+                      "cubepy made (another library launched a kernel of that name, or XLA's FFI did): their "
+                      "device times are NaN in this profile; set CUBEPY_PROFILE_TIMER=events to time each "
+                      "launch with CUDA events", RuntimeWarning, stacklevel=2)
+
+    def _parse(self, address: int, valid: int, found: dict) -> None:
         view = memoryview(self._lent[address])
         record = ctypes.c_void_p(None)
-        next_record, ref = self._lib.cuptiActivityGetNextRecord, ctypes.byref(record)
-        spans, external = self._spans, self._external
+        next_record, ref, names = self._lib.cuptiActivityGetNextRecord, ctypes.byref(record), self._names
         while next_record(address, valid, ref) == 0:
             at = record.value - address
-            kind = _U32.unpack_from(view, at)[0]
-            if kind == KIND_EXTERNAL_CORRELATION:
-                _, external_kind, ident, correlation = _EXTERNAL.unpack_from(view, at)
-                if external_kind == EXTERNAL_KIND:
-                    external.setdefault(ident, []).append(correlation)
-            elif kind in CORRELATION_AT:
-                correlation = _U32.unpack_from(view, at + CORRELATION_AT[kind])[0]
-                start, end = _SPAN.unpack_from(view, at + 16)
-                found = spans.get(correlation)
-                if found is None:
-                    spans[correlation] = [start, end]
-                else:
-                    found[0], found[1] = min(found[0], start), max(found[1], end)
+            if _U32.unpack_from(view, at)[0] != KIND_KERNEL:
+                continue
+            pointer = _POINTER.unpack_from(view, at + NAME_AT)[0]
+            name = names.get(pointer)
+            if name is None:
+                name = names[pointer] = ctypes.string_at(pointer).decode(errors="replace") if pointer else ""
+            start, end = _KERNEL.unpack_from(view, at + 16)
+            found.setdefault(name, []).append((_U32.unpack_from(view, at + CORRELATION_AT)[0], (end - start) / 1e6))
 
     def _enable(self) -> None:
+        check(self._lib.cuptiActivityEnable(KIND_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)")
         self._enabled = True
-        try:
-            for kind in (KIND_EXTERNAL_CORRELATION, *TIMED_KINDS):
-                check(self._lib.cuptiActivityEnable(kind), f"cuptiActivityEnable({kind})")
-            for call in DRIVER_CALLS:      # an older CUPTI may not know every call: only the launch is required
-                result = self._lib.cuptiActivityEnableDriverApi(call, 1)
-                if call == LAUNCH_CALL:
-                    check(result, "cuptiActivityEnableDriverApi(cuLaunchKernel)")
-            for call in RUNTIME_CALLS:
-                self._lib.cuptiActivityEnableRuntimeApi(call, 1)
-        except CuptiError:
-            self.disable()
-            raise
         profiling.when_profiles_end(self.disable)
 
     def disable(self) -> None:
         """Stop recording (the last profile ended): launches outside a profile pay nothing."""
         if self._enabled:
             self._enabled = False
-            for call in DRIVER_CALLS:
-                self._lib.cuptiActivityEnableDriverApi(call, 0)
-            for call in RUNTIME_CALLS:
-                self._lib.cuptiActivityEnableRuntimeApi(call, 0)
-            for kind in (*TIMED_KINDS, KIND_EXTERNAL_CORRELATION):
-                self._lib.cuptiActivityDisable(kind)
+            self._lib.cuptiActivityDisable(KIND_KERNEL)
             self._lib.cuptiActivityFlushAll(FLUSH_FORCED)
             with self._lock:
                 filled, self._filled = self._filled, []
-            for address, _ in filled:             # nothing reads them any more
-                with self._lock:
+                for address, _ in filled:         # nothing reads them any more
                     self._free.append(self._lent.pop(address))
-            self._spans.clear()
-            self._external.clear()
+            self._launched.clear()
+            self._times.clear()
+            self._skipped.clear()
+            self._names.clear()
 
 
 class CuptiInterval:
     """One profiled launch's `cubepy.runtime.events.Interval` from CUPTI's records."""
 
-    __slots__ = ("_timer", "_id", "_ms")
+    __slots__ = ("_timer", "_name", "_number", "_ms")
 
-    def __init__(self, timer: ActivityTimer, device: int):
-        self._timer, self._ms = timer, None
-        self._id = timer.start(device)
+    def __init__(self, timer: ActivityTimer, device: int, name: str):
+        self._timer, self._name, self._ms = timer, name, None
+        self._number = timer.start(device, name)
 
     def stop(self) -> None:
-        self._timer.stop()
+        pass                           # the record ends where the kernel does
 
     def discard(self) -> None:
-        self._timer.stop()
-        self._id = 0
+        # Nothing was launched: the number goes back if no launch took one since, else the
+        # counts will differ and the name's times say so (`ActivityTimer._disown`).
+        self._timer.give_back(self._name, self._number)
+        self._number = -1
 
     def done(self) -> bool:
-        # Its record is read with the others when the profile ends: nothing waits in a pool.
+        # Read with the others when the profile ends: nothing waits in a pool.
         return self._ms is not None
 
     def elapsed_ms(self) -> float:
         if self._ms is None:
-            not_recorded(self._id == 0)
+            not_recorded(self._number < 0)
             timer = self._timer
-            ms = timer.span_ms(self._id)
+            ms = timer.span_ms(self._name, self._number)
             if ms is None:
                 timer.collect()
-                ms = timer.span_ms(self._id)
+                ms = timer.span_ms(self._name, self._number)
             if ms is None:
-                raise RuntimeError(f"CUPTI kept no record of profiled launch {self._id}: set "
-                                   "CUBEPY_PROFILE_TIMER=events to time launches with CUDA events")
+                raise RuntimeError(f"CUPTI kept no record of launch {self._number} of CUDA kernel '{self._name}' "
+                                   "in this profile: set CUBEPY_PROFILE_TIMER=events to time launches with CUDA "
+                                   "events")
             self._ms = ms
         return self._ms
 

@@ -10,12 +10,12 @@ records and the profile's reads (``eventElapsedTime`` per launch, every 64 launc
 ``k[16, 256](...)``; and the same inside ``cb.profile()``. The difference between the last row
 and the third is cubepy's own cost of profiling with events; the third minus the first is CUDA's.
 
-Inside the profile, where CUPTI serves as the timer (`backends.cuda.cupti`, the default): RawKernel
-unprofiled (what CUPTI's records cost every launch while a profile runs) and RawKernel between the
-timer's push and pop (what a profiled launch adds to it). ``CUBEPY_PROFILE_TIMER=events`` runs the
-profile with events instead. Then the timers' figures: a long kernel's device time by the profile
-against CUDA events around the same launches, on CuPy arrays and on NumPy arrays (their copies
-inside), and what the profile's end (waiting, reading the records) costs per launch.
+Inside the profile RawKernel runs unprofiled too: where CUPTI serves as the timer
+(`backends.cuda.cupti`, the default), what CUPTI's kernel records cost every launch while a profile
+runs. ``CUBEPY_PROFILE_TIMER=events`` runs the profile with events instead. Then the timers'
+figures: a long kernel's device time by the profile against CUDA events around the same launches,
+on CuPy arrays and on NumPy arrays (the events hold their copies, CUPTI's kernel records do not),
+and what the profile's end (waiting, reading the records) costs per launch.
 """
 
 from __future__ import annotations
@@ -37,20 +37,6 @@ from tests.kernels import saxpy  # noqa: E402
 
 N = 4096
 LONG = 1 << 25
-
-
-def timer_rows(cp, raw, x, y) -> dict:
-    """RawKernel with CUPTI serving as the profile's timer (call inside a profile)."""
-    timer = cupti.timer(lambda index: cp.cuda.Device(index).synchronize())
-    if timer is None or os.environ.get("CUBEPY_PROFILE_TIMER") == "events":
-        return {}
-    args = (x, y, cp.float32(2.0), cp.int32(N))
-
-    def between() -> None:
-        timer.start(0)
-        raw((N // 256,), (256,), args)
-        timer.stop()
-    return {"inside cb.profile(): RawKernel between push and pop": between}
 
 
 def timers_agree(cp, dev) -> dict:
@@ -129,8 +115,7 @@ def main() -> None:
     times = measure(fns, sync)
     with cb.profile() as p:
         inside = measure({"inside cb.profile(): cubepy k[16, 256](...)": fns["cubepy k[16, 256](...)"],
-                          "inside cb.profile(): RawKernel (not profiled)": fns[peer],
-                          **timer_rows(cp, raw, x, y)}, sync)
+                          "inside cb.profile(): RawKernel (not profiled)": fns[peer]}, sync)
         ended = time.perf_counter()
     ended = time.perf_counter() - ended
     times.update(inside)

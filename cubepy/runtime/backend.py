@@ -156,8 +156,9 @@ class Backend:
         """An event on the device's clock; the default reads the host clock after `synchronize`."""
         return HostEvent(lambda: self.synchronize(properties))
 
-    def interval(self, properties: DeviceProperties) -> Interval:
-        """A timed interval starting now (``cb.profile()`` puts one around each launch); the
+    def interval(self, properties: DeviceProperties, executable: Any = None) -> Interval:
+        """A timed interval starting now (``cb.profile()`` puts one around each launch of
+        ``executable``, what `compile` returned; None: work that is not one kernel's); the
         default records two `event`s, or reads the host clock where `finishes_launches`."""
         if self.finishes_launches:
             return HostInterval()

@@ -179,7 +179,7 @@ class CompiledKernel:
                 return self.run_warm(warm, args, None)
         if not PROFILES:
             return warm(args)
-        interval = self.device.backend.interval(self.device.properties)
+        interval = self.device.backend.interval(self.device.properties, self.executable)
         if not warm(args):
             interval.discard()
             return False
@@ -193,7 +193,7 @@ class CompiledKernel:
         if 0 in count:
             return
         if PROFILES:
-            interval = self.device.backend.interval(self.device.properties)
+            interval = self.device.backend.interval(self.device.properties, self.executable)
             try:
                 self.run(count, self.cube_dim, values, stream)
             except BaseException:

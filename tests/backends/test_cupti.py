@@ -1,10 +1,11 @@
-"""The CUDA profile timer from CUPTI's activity records (`cubepy.backends.cuda.cupti`), against a
-stand-in CUPTI that writes records the way the real one lays them out (no GPU needed; the GPU
-tests compare it with CUDA events on a device)."""
+"""The CUDA profile timer from CUPTI's kernel records (`cubepy.backends.cuda.cupti`), against a
+stand-in CUPTI that writes records the way the real one lays them out (no GPU needed; on a GPU,
+tests/gpu/test_cuda_device.py compares it with CUDA events)."""
 
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
 
 import pytest
@@ -14,30 +15,19 @@ from cubepy.runtime import profiling
 
 
 class StandInCupti:
-    """CUPTI's activity calls: a per-thread stack of external ids, API records for the enabled
-    driver calls, each preceded by an external correlation record for the id on top, and the
-    device work's records; buffers from the client's callbacks, handed back on a flush."""
+    """CUPTI's activity calls for kernel records: each launch gets the next correlation id; a
+    kernel's record (its entry name as a C string, start and end) is written when it finishes,
+    in any order; buffers come from the client's callbacks and go back on a flush."""
 
     def __init__(self):
-        self.stack: list[tuple[int, int]] = []
         self.kinds: set[int] = set()
-        self.driver_calls: set[int] = set()
         self.pending: list[bytes] = []
         self.correlation = 100
         self.sizes: dict[int, int] = {}       # record address -> its size
-        self.flushes = 0
+        self.strings: dict[str, ctypes.Array] = {}
 
     def cuptiActivityRegisterCallbacks(self, requested, completed):
         self.requested, self.completed = requested, completed
-        return 0
-
-    def cuptiActivityPushExternalCorrelationId(self, kind, ident):
-        self.stack.append((kind, ident))
-        return 0
-
-    def cuptiActivityPopExternalCorrelationId(self, kind, at):
-        assert self.stack and self.stack[-1][0] == kind
-        self.stack.pop()
         return 0
 
     def cuptiActivityEnable(self, kind):
@@ -48,34 +38,23 @@ class StandInCupti:
         self.kinds.discard(kind)
         return 0
 
-    def cuptiActivityEnableDriverApi(self, call, on):
-        (self.driver_calls.add if on else self.driver_calls.discard)(call)
-        return 0
-
-    def cuptiActivityEnableRuntimeApi(self, call, on):
-        (self.driver_calls.add if on else self.driver_calls.discard)(-call)     # runtime calls: negative
-        return 0
-
-    def call(self, cbid: int, work: list[tuple[int, int, int]]) -> None:
-        """A driver call ``cbid`` whose device work is ``work``: (kind, start ns, end ns) each."""
+    def launch(self, name: str, start: int, end: int) -> bytes:
+        """A kernel launch; its record (to `finish` now or later), or b"" while not recording."""
         self.correlation += 1
-        if cbid in self.driver_calls and self.kinds:
-            if cupti.KIND_EXTERNAL_CORRELATION in self.kinds:
-                for kind, ident in self.stack:
-                    self.pending.append(struct.pack("<IIQII", cupti.KIND_EXTERNAL_CORRELATION, kind, ident,
-                                                    self.correlation, 0))
-            self.pending.append(struct.pack("<I", 4) + bytes(28))          # the API record: skipped
-        for kind, start, end in work:
-            if kind not in self.kinds:
-                continue
-            record = bytearray(112 if kind == cupti.KIND_KERNEL else 48)
-            struct.pack_into("<I", record, 0, kind)
-            struct.pack_into("<QQ", record, 16, start, end)
-            struct.pack_into("<I", record, cupti.CORRELATION_AT[kind], self.correlation)
-            self.pending.append(bytes(record))
+        if cupti.KIND_KERNEL not in self.kinds:
+            return b""
+        text = self.strings.setdefault(name, ctypes.create_string_buffer(name.encode()))
+        record = bytearray(144)
+        struct.pack_into("<I", record, 0, cupti.KIND_KERNEL)
+        struct.pack_into("<QQ", record, 16, start, end)
+        struct.pack_into("<I", record, cupti.CORRELATION_AT, self.correlation)
+        struct.pack_into("<Q", record, cupti.NAME_AT, ctypes.addressof(text))
+        return bytes(record)
+
+    def finish(self, *records: bytes) -> None:
+        self.pending += [r for r in records if r]
 
     def cuptiActivityFlushAll(self, flag):
-        self.flushes += 1
         if not self.pending:
             return 0
         buffer_at, size, most = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t()
@@ -100,9 +79,6 @@ class StandInCupti:
         return 0
 
 
-LAUNCH, COPY = 307, -41          # cuLaunchKernel; cudaMemcpyAsync (a runtime call: negative here)
-
-
 @pytest.fixture
 def stand_in():
     lib = StandInCupti()
@@ -112,78 +88,79 @@ def stand_in():
     timer.disable()
 
 
-def test_a_launch_takes_the_span_of_its_own_device_work(stand_in):
+def profiled(lib, timer, name: str, start: int, end: int, device: int = 0) -> bytes:
+    """A profiled launch of ``name``: its interval recorded in the active profiles; its record."""
+    interval = cupti.CuptiInterval(timer, device, name)
+    record = lib.launch(name, start, end)
+    interval.stop()
+    profiling.record_launch(name, interval)
+    return record
+
+
+def test_each_launch_takes_its_own_record_in_the_order_of_the_calls(stand_in):
     lib, timer, synced = stand_in
     with profiling.profile() as p:
-        first = cupti.CuptiInterval(timer, 0)
-        lib.call(COPY, [(cupti.KIND_MEMCPY, 1_000, 3_000)])           # a NumPy argument's copy
-        lib.call(LAUNCH, [(cupti.KIND_KERNEL, 4_000, 9_000)])
-        first.stop()
-        profiling.record_launch("k", first)
-        lib.call(LAUNCH, [(cupti.KIND_KERNEL, 9_500, 9_900)])        # no profiled launch: not counted
-        second = cupti.CuptiInterval(timer, 1)
-        lib.call(LAUNCH, [(cupti.KIND_KERNEL, 10_000, 12_500)])
-        second.stop()
-        profiling.record_launch("k", second)
-        assert not first.done()          # read when the profile ends, not before
-    assert p.kernels["k"].launches == 2
-    assert p.kernels["k"].kernel_ms == pytest.approx((8_000 + 2_500) / 1e6)
-    assert sorted(synced) == [0, 1]      # it waited for both GPUs before reading
-    assert first.elapsed_ms() == pytest.approx(0.008) and first.done()    # read again: the same
-    assert lib.stack == []
+        a1 = profiled(lib, timer, "a", 1_000, 5_000)
+        b1 = profiled(lib, timer, "b", 2_000, 2_500, device=1)
+        a2 = profiled(lib, timer, "a", 6_000, 6_250)
+        lib.finish(a2, b1, a1)                     # written as they finished, not as they were called
+        lib.finish(lib.launch("other", 0, 10_000))    # another library's kernel: not cubepy's
+    assert p.kernels["a"].launches == 2 and p.kernels["a"].kernel_ms == pytest.approx(0.00425)
+    assert p.kernels["b"].kernel_ms == pytest.approx(0.0005) and "other" not in p.kernels
+    assert sorted(synced) == [0, 1]               # it waited for both GPUs before reading
 
 
-def test_the_timer_records_only_while_a_profile_is_active(stand_in):
+def test_the_timer_records_only_while_a_profile_is_active_and_nested_profiles_read_their_own(stand_in):
     lib, timer, _ = stand_in
-    with profiling.profile():
+    lib.finish(lib.launch("a", 0, 1_000))            # before any profile: not recorded
+    with profiling.profile() as outer:
+        lib.finish(profiled(lib, timer, "a", 0, 2_000))
         with profiling.profile() as inner:
-            interval = cupti.CuptiInterval(timer, 0)
-            lib.call(LAUNCH, [(cupti.KIND_KERNEL, 0, 1_000)])
-            interval.stop()
-            profiling.record_launch("k", interval)
-        assert inner.kernels["k"].kernel_ms == pytest.approx(0.001)
-        assert lib.kinds and lib.driver_calls     # the outer profile still runs
-    assert not lib.kinds and not lib.driver_calls
-    assert LAUNCH in cupti.DRIVER_CALLS and -COPY in cupti.RUNTIME_CALLS
+            lib.finish(profiled(lib, timer, "a", 0, 3_000))
+        assert inner.kernels["a"].kernel_ms == pytest.approx(0.003)
+        assert lib.kinds                               # the outer profile still runs
+        lib.finish(profiled(lib, timer, "a", 0, 4_000))
+    assert outer.kernels["a"].kernel_ms == pytest.approx(0.009) and outer.kernels["a"].launches == 3
+    assert not lib.kinds
 
 
-def test_other_clients_ids_and_untimed_calls_are_left_out(stand_in):
+def test_a_launch_that_launched_nothing_takes_no_record(stand_in):
     lib, timer, _ = stand_in
     with profiling.profile() as p:
-        lib.cuptiActivityPushExternalCorrelationId(3, 77)          # another client's id (CUSTOM0)
-        interval = cupti.CuptiInterval(timer, 0)
-        lib.call(LAUNCH, [(cupti.KIND_KERNEL, 0, 2_000)])
-        interval.stop()
-        lib.cuptiActivityPopExternalCorrelationId(3, None)
-        profiling.record_launch("k", interval)
-        empty = cupti.CuptiInterval(timer, 0)
-        lib.call(999, [])                    # a driver call with no API record: no record, no work
-        empty.stop()
-    assert p.kernels["k"].kernel_ms == pytest.approx(0.002)
-    with pytest.raises(RuntimeError, match="CUBEPY_PROFILE_TIMER=events"):
-        empty.elapsed_ms()
+        first = profiled(lib, timer, "a", 0, 1_000)
+        declined = cupti.CuptiInterval(timer, 0, "a")    # a warm path that declined the arguments
+        declined.discard()
+        second = profiled(lib, timer, "a", 0, 2_000)
+        lib.finish(first, second)
+        with pytest.raises(ValueError, match="not recorded"):
+            declined.elapsed_ms()
+    assert p.kernels["a"].kernel_ms == pytest.approx(0.003)
 
 
-def test_a_discarded_interval_pops_its_id_and_cannot_be_read(stand_in):
+def test_launches_of_the_name_cubepy_did_not_make_give_nan_and_a_warning(stand_in):
     lib, timer, _ = stand_in
-    with profiling.profile():
-        interval = cupti.CuptiInterval(timer, 0)
-        assert lib.stack == [(cupti.EXTERNAL_KIND, 1)]
-        interval.discard()
-        assert lib.stack == []
-        with pytest.raises(Exception, match="not recorded|record"):
-            interval.elapsed_ms()
+    with pytest.warns(RuntimeWarning, match="'a'.*CUBEPY_PROFILE_TIMER=events"):
+        with profiling.profile() as p:
+            lib.finish(profiled(lib, timer, "a", 0, 1_000), lib.launch("a", 0, 5_000),
+                       profiled(lib, timer, "b", 0, 1_000))
+    assert math.isnan(p.kernels["a"].kernel_ms) and p.kernels["b"].kernel_ms == pytest.approx(0.001)
+
+
+def test_a_launch_without_a_record_is_nan_with_a_warning_that_names_the_fix(stand_in):
+    lib, timer, _ = stand_in
+    with pytest.warns(RuntimeWarning, match="CUBEPY_PROFILE_TIMER=events"):
+        with profiling.profile() as p:
+            profiled(lib, timer, "a", 0, 1_000)        # its record never comes (CUPTI dropped it)
+    assert math.isnan(p.kernels["a"].kernel_ms) and p.kernels["a"].launches == 1
+    assert not lib.kinds                             # the timer stopped all the same
 
 
 def test_buffers_are_handed_back_and_reused(stand_in):
     lib, timer, _ = stand_in
     for round_ in range(3):
         with profiling.profile() as p:
-            interval = cupti.CuptiInterval(timer, 0)
-            lib.call(LAUNCH, [(cupti.KIND_KERNEL, 0, 1_000 * (round_ + 1))])
-            interval.stop()
-            profiling.record_launch("k", interval)
-        assert p.kernels["k"].kernel_ms == pytest.approx(0.001 * (round_ + 1))
+            lib.finish(profiled(lib, timer, "a", 0, 1_000 * (round_ + 1)))
+        assert p.kernels["a"].kernel_ms == pytest.approx(0.001 * (round_ + 1))
     assert timer.buffers() == 1              # one buffer served all three profiles
 
 
@@ -200,21 +177,22 @@ def test_the_events_setting_and_the_library_path_are_honoured(monkeypatch, tmp_p
 
 
 def test_a_backend_whose_cupti_cannot_record_times_with_events(monkeypatch):
+    from types import SimpleNamespace
+
     from cubepy.backends import cuda as cuda_backend
 
     from tests.backends.test_cuda_interval import FakeDeviceRuntime, fake_cupy
 
     class Refusing(StandInCupti):
         def cuptiActivityEnable(self, kind):
-            super().cuptiActivityEnable(kind)
-            return 0 if kind == cupti.KIND_EXTERNAL_CORRELATION else 999       # CUPTI_ERROR_UNKNOWN
+            return 999                                   # CUPTI_ERROR_UNKNOWN
 
     lib = Refusing()
     monkeypatch.setattr(cupti, "_TIMER", [cupti.ActivityTimer(lib, lambda index: None)])
     monkeypatch.setattr(cuda_backend, "_cupy", lambda: fake_cupy(FakeDeviceRuntime(), 55))
     backend = cuda_backend.CudaBackend()
     backend._devices = {"gpu0": 0}
-    interval = backend.interval("gpu0")
-    assert isinstance(interval, cuda_backend.CudaInterval)
-    assert not lib.kinds and lib.stack == []       # what it had enabled is off again, nothing pushed
-    assert cupti.timer(lambda index: None) is None and isinstance(backend.interval("gpu0"), cuda_backend.CudaInterval)
+    executable = SimpleNamespace(rendered=SimpleNamespace(name="a"))
+    assert isinstance(backend.interval("gpu0", executable), cuda_backend.CudaInterval)
+    assert cupti.timer(lambda index: None) is None
+    assert isinstance(backend.interval("gpu0", executable), cuda_backend.CudaInterval)

@@ -312,9 +312,9 @@ def test_a_launch_proven_in_bounds_runs_the_build_without_checks_and_the_others_
 @pytest.mark.filterwarnings("ignore::cubepy.TransferWarning")
 @pytest.mark.parametrize("arrays", ["cupy", "numpy"])
 def test_the_profiles_device_time_lies_within_events_around_each_launch(cuda_device, arrays):
-    """Whichever timer the profile uses (CUPTI's records where they serve, else events), a long
-    kernel's device time is at most what events just outside each launch measure, and most of it
-    (with NumPy arrays, their copies are inside both)."""
+    """Whichever timer the profile uses (CUPTI's kernel records where they serve, else events), a
+    long kernel's device time is at most what events just outside each launch measure, and on
+    device arrays most of it (with NumPy arrays the events hold the copies too)."""
     cp = pytest.importorskip("cupy")
     n = 1 << 24
     make = cp.asarray if arrays == "cupy" else np.asarray
@@ -334,4 +334,4 @@ def test_the_profiles_device_time_lies_within_events_around_each_launch(cuda_dev
     by_events = sum(cp.cuda.get_elapsed_time(a, b) for a, b in around)
     stats = p.kernels["saxpy"]
     assert stats.launches == 5
-    assert 0.5 * by_events <= stats.kernel_ms <= by_events * 1.01 + 0.01
+    assert (0.5 * by_events if arrays == "cupy" else 0.0) < stats.kernel_ms <= by_events * 1.01 + 0.01
