@@ -478,17 +478,17 @@ class CudaBackend(DeviceBackend):
 
     def interval(self, properties: DeviceProperties,
                  executable: Executable | None = None) -> CudaInterval | CuptiInterval:
-        index = self._devices.get(properties, 0)
         timer = self._cupti_timer
         if timer is None:
             timer = self._cupti_timer = cupti.timer(self._synchronize_gpu) or False
         if timer and executable is not None:
             try:
-                return CuptiInterval(timer, index, executable.rendered.name)
+                return CuptiInterval(timer, executable.device_index, executable.rendered.name)
             except cupti.CuptiError as e:     # CUPTI loaded but cannot record here: events from now on
                 log.info("the CUDA profile timer falls back to events: %s", e)
                 self._cupti_timer = False
                 cupti.forget()
+        index = self._devices.get(properties, 0)
         pool = self._interval_pools.setdefault(index, [])
         cp = _cupy()
         if pool:

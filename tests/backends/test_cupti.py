@@ -192,7 +192,7 @@ def test_a_backend_whose_cupti_cannot_record_times_with_events(monkeypatch):
     monkeypatch.setattr(cuda_backend, "_cupy", lambda: fake_cupy(FakeDeviceRuntime(), 55))
     backend = cuda_backend.CudaBackend()
     backend._devices = {"gpu0": 0}
-    executable = SimpleNamespace(rendered=SimpleNamespace(name="a"))
+    executable = SimpleNamespace(rendered=SimpleNamespace(name="a"), device_index=0)
     assert isinstance(backend.interval("gpu0", executable), cuda_backend.CudaInterval)
     assert cupti.timer(lambda index: None) is None
     assert isinstance(backend.interval("gpu0", executable), cuda_backend.CudaInterval)

@@ -323,15 +323,17 @@ def test_the_profiles_device_time_lies_within_events_around_each_launch(cuda_dev
     launcher(x, y, 0.5, device=cuda_device)
     cp.cuda.Device().synchronize()
     around = []
-    with cb.profile() as p:
-        for _ in range(5):
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
-            launcher(x, y, 0.5, device=cuda_device)
-            stop.record()
-            around.append((start, stop))
+    with cb.profile() as outer:
+        launcher(x, y, 0.5, device=cuda_device)      # the timer starts here (CUPTI's start), outside the events
+        with cb.profile() as p:
+            for _ in range(5):
+                start, stop = cp.cuda.Event(), cp.cuda.Event()
+                start.record()
+                launcher(x, y, 0.5, device=cuda_device)
+                stop.record()
+                around.append((start, stop))
     stop.synchronize()
     by_events = sum(cp.cuda.get_elapsed_time(a, b) for a, b in around)
     stats = p.kernels["saxpy"]
-    assert stats.launches == 5
+    assert stats.launches == 5 and outer.kernels["saxpy"].launches == 6
     assert (0.5 * by_events if arrays == "cupy" else 0.0) < stats.kernel_ms <= by_events * 1.01 + 0.01
