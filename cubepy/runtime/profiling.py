@@ -5,12 +5,12 @@
             saxpy[count, dim](x, y, 2.0)
     print(p.table())
 
-Per kernel: launches, device time (events around each launch on the device's own clock, read
-once when the block ends, so profiling adds no synchronization per launch; for NumPy arguments it
-includes their copies), compile time and count, host-to-device and device-to-host copies (count
-and bytes) and synchronizations.
+Per kernel: launches, device time (on CUDA each kernel's own start and end from CUPTI's records
+where CUPTI serves, else events around each launch, which include a NumPy argument's copies; read
+once when the block ends, so profiling adds no synchronization per launch), compile time and
+count, host-to-device and device-to-host copies (count and bytes) and synchronizations.
 ``cb.preload``, ``to_host`` and ``device.synchronize()`` are counted under their own names.
-While a profile is active, warm launches too run between two events.
+While a profile is active, warm launches too are timed (`Backend.interval`).
 """
 
 from __future__ import annotations
