@@ -56,7 +56,7 @@ from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle.flags import CUDA_FP_FLAGS
 from . import cupti, device_query
-from .cupti import CuptiInterval
+from .cupti import Tally
 from .packing import BUFFER, INLINE, LAUNCH_OK, SCALAR, SHAPE, ArgPacker, parameter_codes, parameter_slots
 
 if TYPE_CHECKING:
@@ -476,18 +476,22 @@ class CudaBackend(DeviceBackend):
                 return CudaEvent(cp, pool)
         return CudaEvent(cp, pool)
 
-    def interval(self, properties: DeviceProperties,
-                 executable: Executable | None = None) -> CudaInterval | CuptiInterval:
+    def launch_tally(self, properties: DeviceProperties, executable: Executable, kernel_name: str) -> Tally | None:
+        """CUPTI's kernel records where CUPTI serves (`cupti`); None: events around each launch."""
         timer = self._cupti_timer
         if timer is None:
             timer = self._cupti_timer = cupti.timer(self._synchronize_gpu) or False
-        if timer and executable is not None:
-            try:
-                return CuptiInterval(timer, executable.device_index, executable.rendered.name)
-            except cupti.CuptiError as e:     # CUPTI loaded but cannot record here: events from now on
-                log.info("the CUDA profile timer falls back to events: %s", e)
-                self._cupti_timer = False
-                cupti.forget()
+        if not timer:
+            return None
+        try:
+            return timer.tally(executable.rendered.name, kernel_name, executable.device_index)
+        except cupti.CuptiError as e:     # CUPTI loaded but cannot record here: events from now on
+            log.info("the CUDA profile timer falls back to events: %s", e)
+            self._cupti_timer = False
+            cupti.forget()
+            return None
+
+    def interval(self, properties: DeviceProperties) -> CudaInterval:
         index = self._devices.get(properties, 0)
         pool = self._interval_pools.setdefault(index, [])
         cp = _cupy()

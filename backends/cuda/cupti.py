@@ -5,15 +5,15 @@ one ``cudaEventElapsedTime``): about 4 us of host time a launch on an H100 host,
 launch itself. CUPTI, NVIDIA's profiling library, makes the driver write each kernel's start and
 end into buffers this module hands it, for about 0.7 us a launch and no call of ours.
 
-The records carry the kernel's entry name, not cubepy's launch: a profiled launch takes the next
-number among its kernel's launches (a counter in Python, `ActivityTimer.start`), and the n-th
-record of that name, in the driver's order of calls (correlation ids), is its time. That holds
-while every launch of the name goes through cubepy's runtime; where CUPTI saw launches of the
-name that cubepy did not make (XLA's FFI calls, another library's kernel of that name), the
-counts differ, and those launches' times are NaN, with a RuntimeWarning that names the kernel
-and the fix (``CUBEPY_PROFILE_TIMER=events``). Copies are not kernels: a NumPy argument's copies
-are counted (bytes, count) but not in the device time, where events around the launch included
-them.
+The records carry the kernel's entry name, not cubepy's launch, so a profiled launch only adds one
+to its entry's `Tally` (no call, no object: `cubepy.runtime.profiling.LaunchTally`), and the n-th
+record of that name, in the driver's order of calls (correlation ids), is launch n's time; a
+profile reads the launches numbered between its start and its end. That holds while every launch
+of the name goes through cubepy's runtime; where CUPTI saw launches of the name that cubepy did not
+count (XLA's FFI calls, another library's kernel of that name, a record lost), the counts differ,
+and that kernel's launches are NaN, with a RuntimeWarning that names the kernel and the fix
+(``CUBEPY_PROFILE_TIMER=events``). Copies are not kernels: a NumPy argument's copies are counted
+(bytes, count) but not in the device time, where events around the launch included them.
 
 The records are read when a profile ends (`ActivityTimer.collect`): that waits for the GPUs the
 profile launched on, flushes CUPTI's buffers and parses them. The record's layout is CUPTI's
@@ -40,7 +40,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cubepy.runtime import profiling
-from cubepy.runtime.events import not_recorded
 
 KIND_KERNEL = 10                   # CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
 FLUSH_FORCED = 1
@@ -84,18 +83,30 @@ def typed(lib: ctypes.CDLL) -> ctypes.CDLL:
     return lib
 
 
+class Tally:
+    """One CUDA entry name's profiled launches (a `cubepy.runtime.profiling.LaunchTally`): a
+    launch adds one to ``launched``; launch n's time is the n-th record of the name."""
+
+    __slots__ = ("timer", "entry", "kernel", "launched")
+
+    def __init__(self, timer: ActivityTimer, entry: str, kernel: str):
+        self.timer, self.entry, self.kernel, self.launched = timer, entry, kernel, 0
+
+    def times_ms(self, first: int, last: int) -> list[float]:
+        return self.timer.times_ms(self, first, last)
+
+
 class ActivityTimer:
-    """CUPTI's kernel records for one process, on while a ``cb.profile()`` is active: `start`
-    numbers a launch among its kernel's, `collect` reads the records, `span_ms` gives a launch's
-    time."""
+    """CUPTI's kernel records for one process, on while a ``cb.profile()`` is active: `tally`
+    gives the counter a kernel's profiled launches add to, `times_ms` their times, read from the
+    records when asked (`collect`)."""
 
     def __init__(self, lib: ctypes.CDLL, synchronize: Callable[[int], None]):
         self._lib, self._synchronize = lib, synchronize
         self._enabled = False
-        self._devices: set[int] = set()            # the GPUs launched on since the last collect
-        self._launched: dict[str, int] = {}        # entry name -> profiled launches numbered so far
+        self._tallies: dict[str, Tally] = {}       # entry name -> its tally
+        self._devices: set[int] = set()            # the GPUs the tallies' kernels run on
         self._times: dict[str, list] = {}          # entry name -> its launches' ms, in call order
-        self._skipped: dict[str, set] = {}         # entry name -> numbers that launched nothing
         self._names: dict[int, str] = {}           # a record's name pointer -> the name
         self._lock = threading.Lock()
         self._free: list = []                      # buffers to hand CUPTI again
@@ -103,6 +114,7 @@ class ActivityTimer:
         self._filled: list[tuple[int, int]] = []   # (address, valid bytes), not parsed yet
         self._callbacks = (_REQUESTED(self._requested), _COMPLETED(self._completed))   # kept alive
         check(lib.cuptiActivityRegisterCallbacks(*self._callbacks), "cuptiActivityRegisterCallbacks")
+        profiling.when_profiles_start(self._start)
 
     # --- CUPTI's calls into this object (any thread) ------------------------------------------
     def _requested(self, buffer_at: int, size_at: int, records_at: int) -> None:
@@ -119,20 +131,25 @@ class ActivityTimer:
             self._filled.append((buffer, valid))
 
     # --- the profile's side -----------------------------------------------------------------------
-    def start(self, device: int, name: str) -> int:
-        """The number of this launch of entry ``name`` (on GPU ``device``), made next on this thread."""
-        if not self._enabled:
+    def tally(self, entry: str, kernel: str, device: int) -> Tally:
+        """The tally of entry ``entry`` (cubepy's kernel ``kernel``) on GPU ``device``; recording
+        starts here if a profile is active and it has not (the first profile of the process)."""
+        if profiling.ACTIVE and not self._enabled:
             self._enable()
         self._devices.add(device)
-        launched = self._launched
-        number = launched.get(name, 0)
-        launched[name] = number + 1
-        return number
+        found = self._tallies.get(entry)
+        if found is None:
+            found = self._tallies[entry] = Tally(self, entry, kernel)
+            profiling.TALLIES.append(found)
+        return found
 
-    def span_ms(self, name: str, number: int) -> float | None:
-        """Launch ``number`` of ``name``'s device time if its record is read, else None."""
-        times = self._times.get(name)
-        return times[number] if times is not None and number < len(times) else None
+    def times_ms(self, tally: Tally, first: int, last: int) -> list[float]:
+        """Launches ``first`` to ``last - 1`` of ``tally``, read from the records (waiting)."""
+        times = self._times.get(tally.entry, ())
+        if len(times) < last:
+            self.collect()
+            times = self._times[tally.entry]
+        return times[first:last]
 
     def buffers(self) -> int:
         """How many record buffers this timer has made (they are reused)."""
@@ -141,8 +158,7 @@ class ActivityTimer:
 
     def collect(self) -> None:
         """Wait for the GPUs launched on, flush CUPTI's buffers and read their records."""
-        devices, self._devices = self._devices, set()
-        for device in devices:
+        for device in sorted(self._devices):
             self._synchronize(device)
         check(self._lib.cuptiActivityFlushAll(FLUSH_FORCED), "cuptiActivityFlushAll")
         with self._lock:
@@ -152,30 +168,23 @@ class ActivityTimer:
             self._parse(address, valid, found)
             with self._lock:
                 self._free.append(self._lent.pop(address))
-        for name, made in self._launched.items():
-            records = found.get(name, [])
+        for entry, tally in self._tallies.items():
+            records = found.get(entry, [])
             records.sort()                        # by correlation id: the order of the launch calls
-            times = self._times.setdefault(name, [])
-            skipped = self._skipped.get(name, ())
-            ms = iter([m for _, m in records])
-            while len(times) < made:              # number n's record is the n-th, numbers that launched nothing aside
-                times.append(None if len(times) in skipped else next(ms, None))
-            if next(ms, None) is not None or None in (times[n] for n in range(len(times)) if n not in skipped):
-                self._disown(name)
+            times = self._times.setdefault(entry, [])
+            times += [ms for _, ms in records]
+            if len(times) != tally.launched:
+                self._disown(tally)
 
-    def give_back(self, name: str, number: int) -> None:
-        """Launch ``number`` of ``name`` launched nothing."""
-        self._skipped.setdefault(name, set()).add(number)
-
-    def _disown(self, name: str) -> None:
-        """CUPTI saw launches of ``name`` that cubepy did not number: which record is whose is not
-        known, so none of them is told."""
-        made = self._launched[name]
-        self._times[name] = [math.nan] * made
-        warnings.warn(f"cb.profile(): CUPTI's records of the CUDA kernel '{name}' are not the {made} launches "
-                      "cubepy made (another library launched a kernel of that name, or XLA's FFI did): their "
-                      "device times are NaN in this profile; set CUBEPY_PROFILE_TIMER=events to time each "
-                      "launch with CUDA events", RuntimeWarning, stacklevel=2)
+    def _disown(self, tally: Tally) -> None:
+        """CUPTI's records of ``tally``'s entry are not its launches: which is whose is not known,
+        so none is told."""
+        self._times[tally.entry] = [math.nan] * tally.launched
+        warnings.warn(f"cb.profile(): CUPTI's records of the CUDA kernel '{tally.entry}' are not the "
+                      f"{tally.launched} launches cubepy made (another library launched a kernel of that name, "
+                      "or XLA's FFI did, or a launch failed): their device times are NaN in this profile; set "
+                      "CUBEPY_PROFILE_TIMER=events to time each launch with CUDA events", RuntimeWarning,
+                      stacklevel=2)
 
     def _parse(self, address: int, valid: int, found: dict) -> None:
         view = memoryview(self._lent[address])
@@ -192,13 +201,25 @@ class ActivityTimer:
             start, end = _KERNEL.unpack_from(view, at + 16)
             found.setdefault(name, []).append((_U32.unpack_from(view, at + CORRELATION_AT)[0], (end - start) / 1e6))
 
+    def _start(self) -> None:
+        if not self._enabled:
+            try:
+                self._enable()
+            except CuptiError:
+                pass               # the next tally asked for finds it off and the backend keeps events
+
     def _enable(self) -> None:
         check(self._lib.cuptiActivityEnable(KIND_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)")
         self._enabled = True
         profiling.when_profiles_end(self.disable)
 
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
     def disable(self) -> None:
-        """Stop recording (the last profile ended): launches outside a profile pay nothing."""
+        """Stop recording (the last profile ended): launches outside a profile pay nothing, and
+        the tallies count from 0 again."""
         if self._enabled:
             self._enabled = False
             self._lib.cuptiActivityDisable(KIND_KERNEL)
@@ -207,48 +228,10 @@ class ActivityTimer:
                 filled, self._filled = self._filled, []
                 for address, _ in filled:         # nothing reads them any more
                     self._free.append(self._lent.pop(address))
-            self._launched.clear()
-            self._times.clear()
-            self._skipped.clear()
-            self._names.clear()
-
-
-class CuptiInterval:
-    """One profiled launch's `cubepy.runtime.events.Interval` from CUPTI's records."""
-
-    __slots__ = ("_timer", "_name", "_number", "_ms")
-
-    def __init__(self, timer: ActivityTimer, device: int, name: str):
-        self._timer, self._name, self._ms = timer, name, None
-        self._number = timer.start(device, name)
-
-    def stop(self) -> None:
-        pass                           # the record ends where the kernel does
-
-    def discard(self) -> None:
-        # Nothing was launched: the number goes back if no launch took one since, else the
-        # counts will differ and the name's times say so (`ActivityTimer._disown`).
-        self._timer.give_back(self._name, self._number)
-        self._number = -1
-
-    def done(self) -> bool:
-        # Read with the others when the profile ends: nothing waits in a pool.
-        return self._ms is not None
-
-    def elapsed_ms(self) -> float:
-        if self._ms is None:
-            not_recorded(self._number < 0)
-            timer = self._timer
-            ms = timer.span_ms(self._name, self._number)
-            if ms is None:
-                timer.collect()
-                ms = timer.span_ms(self._name, self._number)
-            if ms is None:
-                raise RuntimeError(f"CUPTI kept no record of launch {self._number} of CUDA kernel '{self._name}' "
-                                   "in this profile: set CUBEPY_PROFILE_TIMER=events to time launches with CUDA "
-                                   "events")
-            self._ms = ms
-        return self._ms
+        for tally in self._tallies.values():
+            tally.launched = 0
+        self._times.clear()
+        self._names.clear()
 
 
 class CuptiError(RuntimeError):
@@ -296,4 +279,4 @@ def find_timer(synchronize: Callable[[int], None]) -> ActivityTimer | None:
     return None
 
 
-__all__ = ["ActivityTimer", "CuptiInterval", "find_timer", "forget", "library_candidates", "timer", "typed"]
+__all__ = ["ActivityTimer", "Tally", "find_timer", "forget", "library_candidates", "timer", "typed"]

@@ -44,6 +44,7 @@ from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.nodes import Kernel
 from ..ir.types import RUNTIME_CUBE_UNITS
 from .events import Event, EventInterval, HostEvent, HostInterval, Interval
+from .profiling import LaunchTally
 from .properties import DeviceProperties
 
 MUST = ("probe", "compile", "launch")
@@ -156,13 +157,20 @@ class Backend:
         """An event on the device's clock; the default reads the host clock after `synchronize`."""
         return HostEvent(lambda: self.synchronize(properties))
 
-    def interval(self, properties: DeviceProperties, executable: Any = None) -> Interval:
-        """A timed interval starting now (``cb.profile()`` puts one around each launch of
-        ``executable``, what `compile` returned; None: work that is not one kernel's); the
-        default records two `event`s, or reads the host clock where `finishes_launches`."""
+    def interval(self, properties: DeviceProperties) -> Interval:
+        """A timed interval starting now (``cb.profile()`` puts one around each launch that has no
+        `launch_tally`); the default records two `event`s, or reads the host clock where
+        `finishes_launches`."""
         if self.finishes_launches:
             return HostInterval()
         return EventInterval(lambda: self.event(properties))
+
+    def launch_tally(self, properties: DeviceProperties, executable: Any, kernel_name: str) -> LaunchTally | None:
+        """A counter of ``executable``'s profiled launches whose device times the backend reads
+        when a profile ends (`cubepy.runtime.profiling.LaunchTally`): a profiled launch then only
+        adds one to it, with no interval around it. Asked for while a profile is active; None (the
+        default): intervals."""
+        return None
 
     def use_stream(self, stream: Any, properties: DeviceProperties) -> AbstractContextManager:
         """A context in which launches (the warm path too) go on ``stream``."""

@@ -29,7 +29,7 @@ from .args import bind_arguments, match_arguments
 from .fake_launches import SKIPPING, skipped
 from .graph_breaks import register_entry_point
 from .profiling import ACTIVE as PROFILES
-from .profiling import record_launch
+from .profiling import LaunchTally, record_launch
 from .topology import check_limits, topology
 from .warm_path import WarmPath, direct_warm_path, empty_warm_path, generic_warm_path
 
@@ -62,6 +62,7 @@ class CompiledKernel:
     count: tuple[int, int, int] | None = None
     order: tuple[int, ...] = ()
     warm_paths: dict = field(default_factory=dict)
+    _tally: Any = None                 # the backend's LaunchTally; False: none (intervals)
 
     def __post_init__(self):
         self.order = tuple(i for i, spec in enumerate(self.parameters) if spec.kind != "comptime")
@@ -179,7 +180,14 @@ class CompiledKernel:
                 return self.run_warm(warm, args, None)
         if not PROFILES:
             return warm(args)
-        interval = self.device.backend.interval(self.device.properties, self.executable)
+        tally = self.tally()
+        if tally is not None:
+            tally.launched += 1               # before: a launch that then reports an error ran
+            if warm(args):
+                return True
+            tally.launched -= 1
+            return False
+        interval = self.device.backend.interval(self.device.properties)
         if not warm(args):
             interval.discard()
             return False
@@ -187,13 +195,27 @@ class CompiledKernel:
         record_launch(self.kernel_name, interval)
         return True
 
+    def tally(self) -> LaunchTally | None:
+        """The backend's `LaunchTally` for this kernel's profiled launches, or None (intervals);
+        asked once, while a profile is active."""
+        found = self._tally
+        if found is None:
+            found = self._tally = self.device.backend.launch_tally(self.device.properties, self.executable,
+                                                                   self.kernel_name) or False
+        return found or None
+
     def run_profiled(self, count: tuple, values: list, stream: Any = None) -> None:
         """`run`, with events around it while a ``cb.profile()`` is active; a cube count with a
         zero extent runs (and copies) nothing."""
         if 0 in count:
             return
         if PROFILES:
-            interval = self.device.backend.interval(self.device.properties, self.executable)
+            tally = self.tally()
+            if tally is not None:
+                tally.launched += 1
+                self.run(count, self.cube_dim, values, stream)
+                return
+            interval = self.device.backend.interval(self.device.properties)
             try:
                 self.run(count, self.cube_dim, values, stream)
             except BaseException:

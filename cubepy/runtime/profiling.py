@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass
@@ -45,6 +45,7 @@ class Profile:
     kernels: dict[str, KernelStats] = field(default_factory=dict)
     _timings: list = field(default_factory=list)       # (kernel, interval), not read yet
     _read_at: int = 64                                  # read the finished ones when this many are pending
+    _tallied: dict = field(default_factory=dict)        # id(LaunchTally) -> its count at the start
 
     def stats(self, name: str) -> KernelStats:
         found = self.kernels.get(name)
@@ -77,6 +78,15 @@ class Profile:
         for name, interval in timings:
             self.stats(name).kernel_ms += interval.elapsed_ms()
 
+    def read_tallies(self) -> None:
+        """Add the launches the backends' tallies numbered during this profile, and their times."""
+        for tally in list(TALLIES):
+            first, last = self._tallied.get(id(tally), 0), tally.launched
+            if last > first:
+                stats = self.stats(tally.kernel)
+                stats.launches += last - first
+                stats.kernel_ms += sum(tally.times_ms(first, last))
+
     def table(self) -> str:
         """The statistics as a text table, one row per kernel."""
         head = ("kernel", "launches", "kernel ms", "ms/launch", "compiles", "disk loads", "compile ms", "H2D", "H2D MB",
@@ -95,8 +105,28 @@ class Profile:
         return "\n".join(lines)
 
 
+class LaunchTally(Protocol):
+    """A backend's count of one kernel's launches whose device times it reads afterwards (CUDA:
+    `cubepy.backends.cuda.cupti`): a profiled launch adds one to ``launched``, nothing else; a
+    profile reads the times of the launches numbered from its start to its end."""
+
+    kernel: str                 # the profile's name for them
+    launched: int               # launches numbered so far (from 0 when the backend's timer started)
+
+    def times_ms(self, first: int, last: int) -> list[float]:
+        """Device times of launches ``first`` to ``last - 1``, waiting for them."""
+
+
 ACTIVE: list[Profile] = []      # the profiles of the enclosing ``with`` blocks, innermost last
+TALLIES: list[LaunchTally] = []                 # every backend tally, read by each profile's end
+_WHEN_STARTED: list[Callable[[], None]] = []   # called each time a profile starts where none was active
 _WHEN_ENDED: list[Callable[[], None]] = []     # called once when no profile is active any more
+
+
+def when_profiles_start(call: Callable[[], None]) -> None:
+    """Call ``call`` whenever a profile starts and no other is active (a backend's timer that
+    costs something while it runs starts there; `when_profiles_end` stops it)."""
+    _WHEN_STARTED.append(call)
 
 
 def when_profiles_end(call: Callable[[], None]) -> None:
@@ -109,6 +139,10 @@ def when_profiles_end(call: Callable[[], None]) -> None:
 def profile() -> Iterator[Profile]:
     """Record what kernels cost inside the block; nested profiles each see everything."""
     p = Profile()
+    if not ACTIVE:
+        for call in _WHEN_STARTED:
+            call()
+    p._tallied = {id(t): t.launched for t in TALLIES}
     ACTIVE.append(p)
     try:
         yield p
@@ -116,6 +150,7 @@ def profile() -> Iterator[Profile]:
         ACTIVE.remove(p)
         try:
             p.finish()
+            p.read_tallies()
         finally:
             if not ACTIVE:
                 ended, _WHEN_ENDED[:] = list(_WHEN_ENDED), []
@@ -161,5 +196,5 @@ def record_launch(name: str, interval) -> None:
             p.read_finished()
 
 
-__all__ = ["ACTIVE", "TOTALS", "KernelStats", "Profile", "compile_stats", "profile", "record", "record_launch",
-           "when_profiles_end"]
+__all__ = ["ACTIVE", "TALLIES", "TOTALS", "KernelStats", "LaunchTally", "Profile", "compile_stats", "profile",
+           "record", "record_launch", "when_profiles_end", "when_profiles_start"]

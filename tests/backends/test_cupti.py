@@ -80,7 +80,9 @@ class StandInCupti:
 
 
 @pytest.fixture
-def stand_in():
+def stand_in(monkeypatch):
+    monkeypatch.setattr(profiling, "TALLIES", [])
+    monkeypatch.setattr(profiling, "_WHEN_STARTED", [])
     lib = StandInCupti()
     synced: list[int] = []
     timer = cupti.ActivityTimer(lib, synced.append)
@@ -88,13 +90,10 @@ def stand_in():
     timer.disable()
 
 
-def profiled(lib, timer, name: str, start: int, end: int, device: int = 0) -> bytes:
-    """A profiled launch of ``name``: its interval recorded in the active profiles; its record."""
-    interval = cupti.CuptiInterval(timer, device, name)
-    record = lib.launch(name, start, end)
-    interval.stop()
-    profiling.record_launch(name, interval)
-    return record
+def profiled(lib, timer, entry: str, start: int, end: int, device: int = 0) -> bytes:
+    """A profiled launch of ``entry`` as the runtime makes one: its tally counts it; its record."""
+    timer.tally(entry, f"kernel {entry}", device).launched += 1
+    return lib.launch(entry, start, end)
 
 
 def test_each_launch_takes_its_own_record_in_the_order_of_the_calls(stand_in):
@@ -105,36 +104,30 @@ def test_each_launch_takes_its_own_record_in_the_order_of_the_calls(stand_in):
         a2 = profiled(lib, timer, "a", 6_000, 6_250)
         lib.finish(a2, b1, a1)                     # written as they finished, not as they were called
         lib.finish(lib.launch("other", 0, 10_000))    # another library's kernel: not cubepy's
-    assert p.kernels["a"].launches == 2 and p.kernels["a"].kernel_ms == pytest.approx(0.00425)
-    assert p.kernels["b"].kernel_ms == pytest.approx(0.0005) and "other" not in p.kernels
-    assert sorted(synced) == [0, 1]               # it waited for both GPUs before reading
+    a, b = p.kernels["kernel a"], p.kernels["kernel b"]
+    assert a.launches == 2 and a.kernel_ms == pytest.approx(0.00425)
+    assert b.launches == 1 and b.kernel_ms == pytest.approx(0.0005) and len(p.kernels) == 2
+    assert sorted(set(synced)) == [0, 1]          # it waited for both GPUs before reading
 
 
 def test_the_timer_records_only_while_a_profile_is_active_and_nested_profiles_read_their_own(stand_in):
     lib, timer, _ = stand_in
-    lib.finish(lib.launch("a", 0, 1_000))            # before any profile: not recorded
-    with profiling.profile() as outer:
-        lib.finish(profiled(lib, timer, "a", 0, 2_000))
-        with profiling.profile() as inner:
-            lib.finish(profiled(lib, timer, "a", 0, 3_000))
-        assert inner.kernels["a"].kernel_ms == pytest.approx(0.003)
-        assert lib.kinds                               # the outer profile still runs
-        lib.finish(profiled(lib, timer, "a", 0, 4_000))
-    assert outer.kernels["a"].kernel_ms == pytest.approx(0.009) and outer.kernels["a"].launches == 3
+    timer.tally("a", "kernel a", 0)                  # made outside a profile: nothing starts
     assert not lib.kinds
-
-
-def test_a_launch_that_launched_nothing_takes_no_record(stand_in):
-    lib, timer, _ = stand_in
-    with profiling.profile() as p:
-        first = profiled(lib, timer, "a", 0, 1_000)
-        declined = cupti.CuptiInterval(timer, 0, "a")    # a warm path that declined the arguments
-        declined.discard()
-        second = profiled(lib, timer, "a", 0, 2_000)
-        lib.finish(first, second)
-        with pytest.raises(ValueError, match="not recorded"):
-            declined.elapsed_ms()
-    assert p.kernels["a"].kernel_ms == pytest.approx(0.003)
+    lib.finish(lib.launch("a", 0, 1_000))            # before any profile: not recorded
+    for _ in range(2):                               # the second time the profile's start turns it on
+        with profiling.profile() as outer:
+            assert lib.kinds
+            lib.finish(profiled(lib, timer, "a", 0, 2_000))
+            with profiling.profile() as inner:
+                lib.finish(profiled(lib, timer, "a", 0, 3_000))
+            assert inner.kernels["kernel a"].kernel_ms == pytest.approx(0.003)
+            assert inner.kernels["kernel a"].launches == 1 and lib.kinds       # the outer one still runs
+            lib.finish(profiled(lib, timer, "a", 0, 4_000))
+        assert outer.kernels["kernel a"].kernel_ms == pytest.approx(0.009)
+        assert outer.kernels["kernel a"].launches == 3
+        assert not lib.kinds
+        lib.finish(lib.launch("a", 0, 8_000))        # between profiles: not recorded
 
 
 def test_launches_of_the_name_cubepy_did_not_make_give_nan_and_a_warning(stand_in):
@@ -143,7 +136,8 @@ def test_launches_of_the_name_cubepy_did_not_make_give_nan_and_a_warning(stand_i
         with profiling.profile() as p:
             lib.finish(profiled(lib, timer, "a", 0, 1_000), lib.launch("a", 0, 5_000),
                        profiled(lib, timer, "b", 0, 1_000))
-    assert math.isnan(p.kernels["a"].kernel_ms) and p.kernels["b"].kernel_ms == pytest.approx(0.001)
+    assert math.isnan(p.kernels["kernel a"].kernel_ms) and p.kernels["kernel a"].launches == 1
+    assert p.kernels["kernel b"].kernel_ms == pytest.approx(0.001)
 
 
 def test_a_launch_without_a_record_is_nan_with_a_warning_that_names_the_fix(stand_in):
@@ -151,7 +145,7 @@ def test_a_launch_without_a_record_is_nan_with_a_warning_that_names_the_fix(stan
     with pytest.warns(RuntimeWarning, match="CUBEPY_PROFILE_TIMER=events"):
         with profiling.profile() as p:
             profiled(lib, timer, "a", 0, 1_000)        # its record never comes (CUPTI dropped it)
-    assert math.isnan(p.kernels["a"].kernel_ms) and p.kernels["a"].launches == 1
+    assert math.isnan(p.kernels["kernel a"].kernel_ms) and p.kernels["kernel a"].launches == 1
     assert not lib.kinds                             # the timer stopped all the same
 
 
@@ -160,7 +154,7 @@ def test_buffers_are_handed_back_and_reused(stand_in):
     for round_ in range(3):
         with profiling.profile() as p:
             lib.finish(profiled(lib, timer, "a", 0, 1_000 * (round_ + 1)))
-        assert p.kernels["a"].kernel_ms == pytest.approx(0.001 * (round_ + 1))
+        assert p.kernels["kernel a"].kernel_ms == pytest.approx(0.001 * (round_ + 1))
     assert timer.buffers() == 1              # one buffer served all three profiles
 
 
@@ -181,18 +175,14 @@ def test_a_backend_whose_cupti_cannot_record_times_with_events(monkeypatch):
 
     from cubepy.backends import cuda as cuda_backend
 
-    from tests.backends.test_cuda_interval import FakeDeviceRuntime, fake_cupy
-
     class Refusing(StandInCupti):
         def cuptiActivityEnable(self, kind):
             return 999                                   # CUPTI_ERROR_UNKNOWN
 
-    lib = Refusing()
-    monkeypatch.setattr(cupti, "_TIMER", [cupti.ActivityTimer(lib, lambda index: None)])
-    monkeypatch.setattr(cuda_backend, "_cupy", lambda: fake_cupy(FakeDeviceRuntime(), 55))
+    monkeypatch.setattr(profiling, "_WHEN_STARTED", [])
+    monkeypatch.setattr(cupti, "_TIMER", [cupti.ActivityTimer(Refusing(), lambda index: None)])
     backend = cuda_backend.CudaBackend()
-    backend._devices = {"gpu0": 0}
     executable = SimpleNamespace(rendered=SimpleNamespace(name="a"), device_index=0)
-    assert isinstance(backend.interval("gpu0", executable), cuda_backend.CudaInterval)
-    assert cupti.timer(lambda index: None) is None
-    assert isinstance(backend.interval("gpu0", executable), cuda_backend.CudaInterval)
+    with profiling.profile():
+        assert backend.launch_tally("gpu0", executable, "a") is None
+    assert cupti.timer(lambda index: None) is None and backend.launch_tally("gpu0", executable, "a") is None

@@ -76,6 +76,40 @@ def test_nested_profiles_with_equal_figures_end_each_their_own():
     assert ACTIVE == []
 
 
+class _Tally:
+    """A backend's launch tally whose launches took 0.5 ms each."""
+
+    def __init__(self, kernel: str):
+        self.kernel, self.launched, self.read = kernel, 0, []
+
+    def times_ms(self, first: int, last: int) -> list[float]:
+        self.read.append((first, last))
+        return [0.5] * (last - first)
+
+
+def test_a_backends_launch_tally_counts_profiled_launches_with_no_interval(monkeypatch):
+    from cubepy.runtime import profiling
+
+    dev = cb.device("cpu")
+    tally = _Tally("scale")
+    monkeypatch.setattr(profiling, "TALLIES", [tally])
+    monkeypatch.setattr(type(dev.backend), "launch_tally", lambda self, props, executable, name: tally)
+    monkeypatch.setattr(type(dev.backend), "interval", lambda self, props: pytest.fail("an interval was made"))
+    scale = make_kernel()
+    x, y = np.ones(64, np.float32), np.zeros(64, np.float32)
+    launcher = scale[1, 64]
+    launcher(x, y, 2.0, device=dev)                  # compiled and warm before the profile: not counted
+    with cb.profile() as outer:
+        for _ in range(3):
+            launcher(x, y, 2.0, device=dev)          # the warm path
+        with cb.profile() as inner:
+            scale.launch(1, 64, x, y, 2.0, device=dev)   # the full path
+    assert outer.kernels["scale"].launches == 4 and outer.kernels["scale"].kernel_ms == 2.0
+    assert inner.kernels["scale"].launches == 1 and inner.kernels["scale"].kernel_ms == 0.5
+    assert tally.read == [(3, 4), (0, 4)] and tally.launched == 4
+    np.testing.assert_array_equal(y, 2 * x)
+
+
 class _Interval:
     """An interval whose work is done (or not yet), 1 ms long."""
 
