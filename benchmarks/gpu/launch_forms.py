@@ -77,6 +77,28 @@ def measure(fns: dict, sync) -> dict:
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
+def in_and_out_of_profiles(profiled, peer, sync) -> tuple[float, float]:
+    """Rounds of ``CALLS`` launches inside a fresh ``cb.profile()`` (its start and end untimed) and
+    ``CALLS`` of ``peer`` outside one, alternating: the profiled row against the peer's in the
+    same drift of the host."""
+    inside, outside = [], []
+    for _ in range(ROUNDS):
+        with cb.profile():
+            profiled()                              # the timer's start, untimed
+            sync()
+            start = time.perf_counter()
+            for _ in range(CALLS):
+                profiled()
+            inside.append((time.perf_counter() - start) / CALLS * 1e6)
+            sync()
+        start = time.perf_counter()
+        for _ in range(CALLS):
+            peer()
+        outside.append((time.perf_counter() - start) / CALLS * 1e6)
+        sync()
+    return statistics.median(inside), statistics.median(outside)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="cuda")
@@ -101,6 +123,13 @@ def main() -> None:
     with cb.profile():                          # launches inside a profile, measured on their own
         times["inside cb.profile(): k[16, 256](...)"] = measure(
             {"p": lambda: saxpy[N // 256, 256](x, y, 2.0, device=dev)}, sync)["p"]
+    if peer is not None:
+        profiled, outside = in_and_out_of_profiles(lambda: saxpy[N // 256, 256](x, y, 2.0, device=dev),
+                                                   fns[peer], sync)
+        print(f"rounds alternating a profile of {CALLS} cubepy launches and {CALLS} RawKernel launches outside "
+              f"it: profiled {profiled:.2f} us, RawKernel {outside:.2f} us: RawKernel {profiled - outside:+.1f} us")
+        times["in alternating rounds: inside cb.profile()"] = profiled
+        times["in alternating rounds: RawKernel"] = outside
     base = times.get(peer)
     print(f"device: {dev.properties.name}; {N} float32, median of {ROUNDS} rounds of {CALLS} launches")
     for name, us in times.items():

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from cubepy.autotune import autotune
+from cubepy.autotune.measure import Measure, time_interleaved
+
+import cubepy as cb
 
 POISON = np.nan            # what outputs hold before a checked run: every unwritten element shows
 
@@ -126,15 +129,44 @@ TUNE_REPS = {"cuda": (20, 5), "hip": (20, 5), "opencl": (10, 3)}
 TUNE_DEFAULT = (2, 3)
 
 
-def tune_dim(kernel, args: tuple, n_units: int, device, dims=None, grid=None) -> tuple:
-    """``(count, dim)`` of ``kernel`` over ``n_units`` units, with the cube size that
-    `cubepy.autotune.autotune` measured fastest on ``device`` for these arguments. The tuned
-    ports are unchecked builds: the checked runs take the same shape, so that their ratio is
-    the checks' cost alone (tuned apart, each build's choice moved by the tuner's noise:
-    ENERGY's and FIR's by 3 to 11% at the default size on the H200, docs/benchmarks.md)."""
+def tune_dim(kernel, args: tuple, n_units: int, device, checked: bool, dims=None, grid=None) -> tuple:
+    """``(count, dim)`` of ``kernel`` over ``n_units`` units in the build that runs (``checked``).
+    Each build is autotuned (`cubepy.autotune.autotune`: a checked build can want another cube
+    size, for its registers); where the two choices differ, both shapes run in this build in
+    interleaved turns (`cubepy.autotune.measure.time_interleaved`, GPU time alone on a GPU) and the
+    faster is kept. So each build runs at the better of the two shapes as measured side by side:
+    the tuner's noise cannot give one build a worse shape than the other's (tuned apart without
+    this, FIR's checked cost was 1.11 on the H200; both at the unchecked build's shape, the tuned
+    MATVEC_3D_STENCIL's was 1.06-1.07 on an H100: docs/benchmarks.md)."""
     reps, rounds = TUNE_REPS.get(device.properties.backend, TUNE_DEFAULT)
     grid = grid or (lambda _args, dim: cubes(n_units, dim[0]))
-    tuner = autotune(kernel, grid, dims=dims, reps=reps, rounds=rounds)
-    best = tuner.best(*args, device=device)
-    dim = best.dim[0] if best.dim[1:] == (1, 1) else best.dim
-    return grid(args, best.dim), dim
+    shapes: list[tuple] = []
+    for build_checked in (False, True):
+        best = autotune(_build(kernel, build_checked), grid, dims=dims, reps=reps, rounds=rounds).best(
+            *args, device=device)
+        if best.dim not in shapes:
+            shapes.append(best.dim)
+    if len(shapes) > 1:
+        shapes = [_faster(_build(kernel, checked), shapes, args, grid, device)]
+    dim3 = shapes[0]
+    return grid(args, dim3), dim3[0] if dim3[1:] == (1, 1) else dim3
+
+
+def _faster(build, shapes: list, args: tuple, grid, device) -> tuple:
+    """The shape of ``shapes`` at which ``build`` runs fastest, timed in interleaved turns."""
+    launches = [lambda d=d: build[grid(args, d), d](*args, device=device) for d in shapes]
+    timings = time_interleaved(launches, device, Measure(), rounds=15)
+    return min(zip(timings, shapes), key=lambda pair: pair[0].ms)[1]
+
+
+_BUILDS: dict = {}
+
+
+def _build(kernel, checked: bool):
+    """``kernel`` as it runs with ``checked`` (the same source and fastmath; made once)."""
+    if kernel.checked is checked:
+        return kernel
+    key = (kernel, checked)
+    if key not in _BUILDS:
+        _BUILDS[key] = cb.kernel(kernel.__wrapped__, checked=checked, fastmath=kernel.fastmath)
+    return _BUILDS[key]

@@ -113,5 +113,5 @@ class DelDotVec2D(App):
 
     def tuned(self, problem, a, device, checked):
         args = (a["real_zones"], a["x"], a["y"], a["xdot"], a["ydot"], a["div"], problem.params["jp"])
-        count, dim = tune_dim(del_dot_vec_2d_tuned, args, problem.size, device)
+        count, dim = tune_dim(del_dot_vec_2d_tuned, args, problem.size, device, checked)
         return Rep([Launch(del_dot_vec_2d_tuned, count, dim, args)], device, checked)

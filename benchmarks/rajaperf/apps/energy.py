@@ -274,6 +274,6 @@ class Energy(App):
         for k, on_lines, args in zip(TUNED, ON_LINES, loop_arguments(a, problem.scalars)):
             w = width if on_lines else 1
             args = as_lines(args, w)
-            count, dim = tune_dim(k, args, problem.size // w, device)
+            count, dim = tune_dim(k, args, problem.size // w, device, checked)
             launches.append(Launch(k, count, dim, args))
         return Rep(launches, device, checked)

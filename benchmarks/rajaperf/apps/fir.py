@@ -63,5 +63,5 @@ class Fir(App):
 
     def tuned(self, problem, a, device, checked):
         args = (a["out"], a["in"], COEFFICIENTS)
-        count, dim = tune_dim(fir_tuned, args, problem.size, device)
+        count, dim = tune_dim(fir_tuned, args, problem.size, device, checked)
         return Rep([Launch(fir_tuned, count, dim, args)], device, checked)

@@ -95,6 +95,6 @@ class Ltimes(App):
 
         def grid(_args, dim):
             return (1, cubes(p["num_g"], dim[1]), p["num_z"])
-        count, dim = tune_dim(ltimes_tuned, args, 0, device, dims=[(32, 2, 1), (32, 4, 1), (32, 8, 1), (32, 16, 1)],
-                              grid=grid)
+        count, dim = tune_dim(ltimes_tuned, args, 0, device, checked,
+                              dims=[(32, 2, 1), (32, 4, 1), (32, 8, 1), (32, 16, 1)], grid=grid)
         return Rep([Launch(ltimes_tuned, count, dim, args)], device, checked)

@@ -158,5 +158,5 @@ class MatVec3DStencil(App):
 
     def tuned(self, problem, a, device, checked):
         args = (*self._args(a), problem.params["jp"], problem.params["kp"])
-        count, dim = tune_dim(matvec_3d_tuned, args, problem.size, device)
+        count, dim = tune_dim(matvec_3d_tuned, args, problem.size, device, checked)
         return Rep([Launch(matvec_3d_tuned, count, dim, args)], device, checked)

@@ -95,6 +95,6 @@ class Pressure(App):
         launches = []
         for k, args in zip((pressure1_tuned, pressure2_tuned), self._arguments(a, problem.scalars)):
             args = as_lines(args, width)
-            count, dim = tune_dim(k, args, problem.size // width, device)
+            count, dim = tune_dim(k, args, problem.size // width, device, checked)
             launches.append(Launch(k, count, dim, args))
         return Rep(launches, device, checked)

@@ -103,5 +103,5 @@ class Vol3D(App):
     def tuned(self, problem, a, device, checked):
         p = problem.params
         args = (a["x"], a["y"], a["z"], a["vol"], p["jp"], p["kp"], p["ibegin"], p["iend"])
-        count, dim = tune_dim(vol3d_tuned, args, problem.its_per_rep, device)
+        count, dim = tune_dim(vol3d_tuned, args, problem.its_per_rep, device, checked)
         return Rep([Launch(vol3d_tuned, count, dim, args)], device, checked)
