@@ -6,7 +6,11 @@ On ``cuda`` the arrays are CuPy arrays and the peer is ``cupy.RawKernel`` (targe
 RawKernel + 3 us); on ``cpu`` they are NumPy arrays (target: at most 10 us). The FIR rows pass 16
 taps in device memory and as a NumPy array (on CUDA: by value, packed into the launch's
 parameters). Median over rounds of 200 launches, the device synchronized after each round, rounds
-of all forms interleaved, the first form of a round rotating. Run it alone on the host (no fuzzer beside it).
+of all forms interleaved, the first form of a round rotating. A launch inside ``cb.profile()``
+cannot share those rounds (a profile spans its round): it is timed in its own rounds, and then in
+rounds that alternate a fresh profile of 200 launches (its start and end untimed) with 200
+RawKernel launches outside it, so that both see the same drift of the host. Run it alone on the
+host (no fuzzer beside it).
 """
 
 from __future__ import annotations
