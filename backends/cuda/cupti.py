@@ -104,6 +104,7 @@ class ActivityTimer:
     def __init__(self, lib: ctypes.CDLL, synchronize: Callable[[int], None]):
         self._lib, self._synchronize = lib, synchronize
         self._enabled = False
+        self.retired = False                       # the backend gave up on it (`forget`): it stays off
         self._tallies: dict[str, Tally] = {}       # entry name -> its tally
         self._devices: set[int] = set()            # the GPUs the tallies' kernels run on
         self._times: dict[str, list] = {}          # entry name -> its launches' ms, in call order
@@ -202,7 +203,7 @@ class ActivityTimer:
             found.setdefault(name, []).append((_U32.unpack_from(view, at + CORRELATION_AT)[0], (end - start) / 1e6))
 
     def _start(self) -> None:
-        if not self._enabled:
+        if not self._enabled and not self.retired:
             try:
                 self._enable()
             except CuptiError:
@@ -254,7 +255,10 @@ def timer(synchronize: Callable[[int], None]) -> ActivityTimer | None:
 
 
 def forget() -> None:
-    """Drop the process's timer (it could not record): `timer` gives None from now on."""
+    """Drop the process's timer (it could not record): `timer` gives None from now on, and the
+    timer no longer starts with a profile."""
+    if _TIMER and _TIMER[0] is not None:
+        _TIMER[0].retired = True
     _TIMER[:] = [None]
 
 

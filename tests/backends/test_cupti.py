@@ -183,6 +183,11 @@ def test_a_backend_whose_cupti_cannot_record_times_with_events(monkeypatch):
     monkeypatch.setattr(cupti, "_TIMER", [cupti.ActivityTimer(Refusing(), lambda index: None)])
     backend = cuda_backend.CudaBackend()
     executable = SimpleNamespace(rendered=SimpleNamespace(name="a"), device_index=0)
+    refusing = cupti.timer(lambda index: None)
     with profiling.profile():
         assert backend.launch_tally("gpu0", executable, "a") is None
     assert cupti.timer(lambda index: None) is None and backend.launch_tally("gpu0", executable, "a") is None
+    assert refusing.retired
+    refusing._lib.cuptiActivityEnable = StandInCupti.cuptiActivityEnable.__get__(refusing._lib)    # CUPTI free again
+    with profiling.profile():
+        assert not refusing.enabled                  # given up on: it does not start with profiles
