@@ -25,9 +25,10 @@
 # cold:        a fresh process's cold and warm start on CUDA (cold_start.py)
 # codesize:    PTX and SASS counts of every RAJAPerf kernel, checked and unchecked, per cube
 # ptxjit:      a cold build as a cubin from NVRTC against PTX and the driver's JIT (ptx_jit.py)
-# profcost:    what a launch inside cb.profile() costs, and CUDA's events' part of it (profile_cost.py)
-# tuned:       the tuned ports of MATVEC_3D_STENCIL and LTIMES, checked and unchecked at the
-#              autotuned shape, against Base_CUDA: event timer and queued
+# profcost:    what a launch inside cb.profile() costs with CUPTI's records (the default) and with
+#              events, and CUDA's events' part of it (profile_cost.py, twice)
+# tuned:       the tuned ports of MATVEC_3D_STENCIL and LTIMES, checked and unchecked, each build at
+#              the faster of the two builds' autotuned shapes, against Base_CUDA: event timer and queued
 # matvec:      MATVEC_3D_STENCIL's ports checked and unchecked, tuned and strict (matvec_isolation.py)
 # tests:       pytest on TESTS (files or folders) with CUBEPY_TEST_DEVICES=TEST_DEVICES (default cuda,opencl)
 # replay:      run one fuzz seed (REPLAY_SEED) on REPLAY_DEVICES (default cuda), shrink it if it fails

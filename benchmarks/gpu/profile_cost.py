@@ -121,15 +121,22 @@ def main() -> None:
     times.update(inside)
     launches = p.kernels["saxpy"].launches
     base = times[peer]
+    found = cupti.timer(lambda index: None) is not None      # the backend's, made at the first profiled launch
     print(f"device: {dev.properties.name}; {N} float32; {launches} profiled launches; timer "
           f"{os.environ.get('CUBEPY_PROFILE_TIMER', 'auto')}, CUPTI "
-          f"{'found' if cupti.timer(lambda i: None) else 'not used'}; the profile's end "
+          f"{'found' if found else 'not used'}; the profile's end "
           f"{ended / max(launches, 1) * 1e6:.2f} us a launch")
     for name, us in times.items():
         print(f"  {name:52s} {us:8.2f} us  RawKernel {us - base:+.2f} us")
     events = times["RawKernel + 2 records + the reads"]
-    print(f"  CUDA's part of a profiled launch: {events - base:+.2f} us; cubepy's own: "
-          f"{times['inside cb.profile(): cubepy k[16, 256](...)'] - events:+.2f} us")
+    profiled, raw_inside = times["inside cb.profile(): cubepy k[16, 256](...)"], times[
+        "inside cb.profile(): RawKernel (not profiled)"]
+    if found:                 # the rows inside the profile ran under CUPTI's records, in their own rounds
+        print(f"  CUPTI's records on a RawKernel launch: {raw_inside - base:+.2f} us (rounds apart); a profiled "
+              f"cubepy launch over RawKernel in the same profile: {profiled - raw_inside:+.2f} us")
+    else:
+        print(f"  CUDA's event calls: {events - base:+.2f} us a launch; cubepy's own part of a profiled launch: "
+              f"{profiled - events:+.2f} us")
     agree = timers_agree(cp, dev)
     if args.out:
         with open(args.out, "w") as f:

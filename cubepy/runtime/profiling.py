@@ -10,7 +10,7 @@ where CUPTI serves, else events around each launch, which include a NumPy argume
 once when the block ends, so profiling adds no synchronization per launch), compile time and
 count, host-to-device and device-to-host copies (count and bytes) and synchronizations.
 ``cb.preload``, ``to_host`` and ``device.synchronize()`` are counted under their own names.
-While a profile is active, warm launches too are timed (`Backend.interval`).
+While a profile is active, warm launches too are timed (`Backend.launch_tally`, else `Backend.interval`).
 """
 
 from __future__ import annotations
