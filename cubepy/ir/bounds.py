@@ -11,7 +11,9 @@ A dimension is proven when, where the access runs:
 - and it is below the extent: the access sits in the then-branch of ``if index < extent`` (also
   ``and`` of such tests, ``extent > index``, and the rest of a block after ``if index >= extent:
   return``), or it is a ``range`` counter whose stop is the extent, or its upper bound is below a
-  static extent (shared or local memory of a compile-time size).
+  static extent (shared or local memory of a compile-time size). A ``range`` counter with a
+  constant stop is at most ``stop - 1``, and ``i // c`` (``i >= 0``, ``c`` a positive constant) at
+  most ``i``'s bound ``// c``: ``tile[f // nd, f % nd]`` for ``f in range(u, rows * nd, step)``.
 
 An index ``i % n`` with ``n`` an extent is at least 0 and below ``n`` unless ``n`` is 0 (then it is
 0): such a dimension is marked ``nonempty`` and tested only for ``n > 0``; ``i % c`` for a positive
@@ -208,6 +210,18 @@ class _Prover:
             if key[0] == "const":
                 return _Facts(True, frozenset({key}), _const(key[1] - 1)) if key[1] > 0 else None
             return _Facts(True, below_if_nonempty=frozenset({key}))
+        if code == "floordiv":
+            # ``i // c`` for ``i >= 0`` and a positive constant ``c``: at least 0, and at most
+            # ``bound // c`` (``f // nd`` of a counter below a constant stop: a row of a tile)
+            a, divisor = self.facts(op.args[0], scope), op.args[1]
+            if not (a.nonneg and isinstance(divisor, Const) and isinstance(divisor.value, int)
+                    and divisor.value > 0):
+                return None
+            bound = _constant(a.bound)
+            if bound is None:
+                return _Facts(True, uses_units=a.uses_units)
+            return _Facts(True, frozenset({("const", bound // divisor.value + 1)}), _const(bound // divisor.value),
+                          uses_units=a.uses_units)
         if code in ("add", "mul"):
             a, b = (self.facts(x, scope) for x in op.args)
             if not (a.nonneg and b.nonneg and a.bound is not None and b.bound is not None):
@@ -337,7 +351,11 @@ class _Prover:
                 step.value == 1 or (key is not None and key[0] == "shape" and step.value <= MAX_PROVEN_STEP)
                 or (isinstance(stop, Const) and isinstance(stop.value, int)
                     and stop.value <= INDEX_MAX - step.value + 1))
-            inner.values[marker] = _Facts(start_facts.nonneg and no_wrap, below)
+            # in the body ``counter < stop``: a constant stop bounds it (``for f in range(u, 1600, 128)``)
+            bound = _const(stop.value - 1) if isinstance(stop, Const) and isinstance(stop.value, int) \
+                and 1 <= stop.value <= INDEX_MAX + 1 else None
+            inner.values[marker] = _Facts(start_facts.nonneg and no_wrap, below, bound,
+                                          start_facts.uses_units)
             inner.vars[counter.id] = marker
         self.block(op.blocks[0], inner)
         self._forget_stored(op, scope)

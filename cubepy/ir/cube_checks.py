@@ -3,8 +3,9 @@ CPU, which runs a cube's units in a loop on one thread, and CUDA/HIP, where per-
 stop the compiler from merging loads).
 
 An index computed by adds, subtracts and multiplications by cube-uniform values (parameters,
-shapes, cube positions, constants) from unit positions and loop counters ranges over an interval
-that is known when the cube starts. `check_per_cube` computes every such interval once, at the top
+shapes, cube positions, constants), and floor divisions and remainders by positive cube-uniform
+values, from unit positions and loop counters ranges over an interval that is known when the cube
+starts. `check_per_cube` computes every such interval once, at the top
 of the kernel, and versions the body::
 
     if every interval lies inside its extent:  the body, those accesses unchecked
@@ -44,13 +45,14 @@ from dataclasses import dataclass, field
 from .linear import LinearForms
 from .nodes import Block, Const, Kernel, Op, Value, Var, walk
 from .opcodes import COMPARE, CUBE_BUILTINS, ELEMENTWISE, UNIT_BUILTINS
+from .semantics import floordiv
 from .types import INDEX, Type, bool_, i64
 
 _CHECKED = ("load", "store", "atomic")
 _CHAIN = ("add", "sub", "neg", "mul", "shl", "cast")
 _CUBE_POSITIONS = ("cube_pos_x", "cube_pos_y", "cube_pos_z")
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
-_FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+_FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "floordiv": floordiv,
          "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
 
 
@@ -134,6 +136,9 @@ class _Analysis:
             stored = scope.vars.get(args[0].id)
             if stored is not None:
                 self.sources[r.id] = ("alias", stored)
+        elif code in ("floordiv", "mod") and self.known(args[0]) and self._divisor(args[1]):
+            self.sources[r.id] = ("op", op)
+            self.def_caps[r.id] = scope.key()
         elif code in _CHAIN and all(self.known(a) for a in args):
             uniform_operand = any(isinstance(a, Const) or a.id in self.uniform for a in args)
             if code == "mul" and not uniform_operand:
@@ -144,6 +149,13 @@ class _Analysis:
                 return
             self.sources[r.id] = ("op", op)
             self.def_caps[r.id] = scope.key()
+
+    def _divisor(self, v) -> bool:
+        """A divisor the intervals take: a positive constant or a cube-uniform i32 value (the
+        test then requires it to be at least 1)."""
+        if isinstance(v, Const):
+            return self.known(v) and v.value > 0
+        return isinstance(v, Value) and v.id in self.uniform and _i32(v.type)
 
     # --- guards -------------------------------------------------------------------------------
 
@@ -415,6 +427,14 @@ class _Emitter:
             lo, hi = self.interval(args[0], caps)
             scale = self.wide_const(1 << args[1].value)
             return self.binary("mul", lo, scale), self.binary("mul", hi, scale)
+        if code in ("floordiv", "mod"):
+            # a divisor d >= 1 (tested): floor division is monotone, and cubepy's % lies in [0, d)
+            divisor, _ = self.interval(args[1], caps)
+            self.conds.append(self.binary("ge", divisor, self.wide_const(1)))
+            if code == "mod":
+                return self.wide_const(0), self.binary("sub", divisor, self.wide_const(1))
+            lo, hi = self.interval(args[0], caps)
+            return self.binary("floordiv", lo, divisor), self.binary("floordiv", hi, divisor)
         (alo, ahi), (blo, bhi) = self.interval(args[0], caps), self.interval(args[1], caps)
         if code == "add":
             return self.binary("add", alo, blo), self.binary("add", ahi, bhi)

@@ -150,6 +150,8 @@ class LaunchCheck:
             return _wrapped(exact, dtype)
         if code in _ARITH:
             return f"({a[0]} {_ARITH[code]} {a[1]})"
+        if code == "floordiv":           # by a divisor the test also requires to be at least 1
+            return f"_floordiv({a[0]}, {a[1]})"
         if code in _COMPARE:
             return f"({a[0]} {_COMPARE[code]} {a[1]})"
         if code == "select":

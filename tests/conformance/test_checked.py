@@ -176,3 +176,33 @@ def test_a_wide_region_index_is_checked_at_full_width(dev):
     with pytest.raises(cb.OutOfBoundsError, match=r"index \(4294967296,\) is out of bounds for array 'r"):
         region_wide.launch(1, 32, np.zeros(32, np.float32), j, device=dev)
         dev.synchronize()
+
+
+@cb.kernel
+def tiles_by_quotient(x: Array[f32], y: Mut[Array[f32]], w: i32, rows: i32):
+    """A cube's rows x w tile staged transposed in shared memory by one counter, read back by
+    quotient and remainder of a run-time width: the checks per cube and per launch test both."""
+    tile = cb.SharedMemory(f32, (8, 16))
+    base = cb.CUBE_POS * rows * w
+    for f in range(cb.UNIT_POS, rows * w, cb.CUBE_DIM):
+        tile[f % w, f // w] = x[base + f // w * w + f % w]
+    cb.sync_cube()
+    for f in range(cb.UNIT_POS, rows * w, cb.CUBE_DIM):
+        y[base + f] = tile[f % w, f // w] * 2.0
+
+
+@pytest.mark.parametrize("w, rows, n, bad", [(8, 16, 4 * 128, None), (5, 12, 4 * 60, None), (8, 16, 4 * 128 - 1, "x"),
+                                             (9, 16, 4 * 144, "tile"), (8, 17, 4 * 136, "tile")])
+def test_a_tile_by_quotient_and_remainder_of_a_run_time_width(dev, rng, w, rows, n, bad):
+    x = rng.standard_normal(n).astype(np.float32)
+    backing, y = _guarded(4 * rows * w, fill=7.0)
+    if bad is None:
+        tiles_by_quotient[4, 32](x, y, w, rows, device=dev)
+        dev.synchronize()
+        np.testing.assert_array_equal(y, x * 2)
+    else:
+        with pytest.raises(cb.OutOfBoundsError, match=f"array '{bad}'"):
+            tiles_by_quotient[4, 32](x, y, w, rows, device=dev)
+            dev.synchronize()
+    np.testing.assert_array_equal(backing[:8], 7.0)
+    np.testing.assert_array_equal(backing[-8:], 7.0)

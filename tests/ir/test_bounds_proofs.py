@@ -213,3 +213,65 @@ def test_an_index_modulo_an_extent_gives_the_same_answer_and_reports_an_empty_ar
     with pytest.raises(cb.OutOfBoundsError, match="index \\(0,\\) is out of bounds for array 'x'"):
         periodic[4, 32](np.zeros(0, np.float32), poisoned(100, np.float32), device=dev)
         dev.synchronize()
+
+
+@cb.kernel
+def grid_stride(x: Array[f32], out: Mut[Array[f32]]):
+    for j in range(cb.ABSOLUTE_POS, len(out), 1024):
+        out[j] = x[0] * 2.0
+
+
+def test_a_counter_started_at_a_position_needs_the_launch_to_fit_i32():
+    """``out[j]`` is proven from ``j >= ABSOLUTE_POS >= 0``, which holds only while positions do
+    not wrap: the counter carries that condition, so a launch of more units is refused."""
+    x = np.ones(10, np.float32)
+    compiled = grid_stride.compile(x, x.copy(), dim=32, device="interp")
+    assert _accesses(compiled)["out"] == [(0,)]
+    assert compiled.ir_module.units_fit_index
+    with pytest.raises(ValueError, match="at most 2147483647 units"):
+        grid_stride[(1 << 22, 1), 1024](x, x.copy(), device="interp")
+
+
+ROWS, COLS = 5, 16
+
+
+@cb.kernel
+def transpose_tile(x: Array[f32], out: Mut[Array[f32]]):
+    """A (ROWS, COLS) tile of x staged transposed in shared memory by one counter over it."""
+    tile = cb.SharedMemory(f32, (COLS, ROWS))
+    base = cb.CUBE_POS * ROWS * COLS
+    for f in range(cb.UNIT_POS, ROWS * COLS, cb.CUBE_DIM):
+        tile[f % COLS, f // COLS] = x[base + f]
+    cb.sync_cube()
+    for f in range(cb.UNIT_POS, ROWS * COLS, cb.CUBE_DIM):
+        out[base + f] = tile[f // ROWS, f % ROWS]
+
+
+@cb.kernel
+def overrun_tile(x: Array[f32], out: Mut[Array[f32]]):
+    tile = cb.SharedMemory(f32, (ROWS, COLS))
+    for f in range(cb.UNIT_POS, ROWS * COLS + COLS, cb.CUBE_DIM):     # one row too many
+        tile[f // COLS, f % COLS] = x[f]
+    cb.sync_cube()
+    out[cb.UNIT_POS] = tile[0, cb.UNIT_POS % COLS]
+
+
+def test_a_tile_indexed_by_a_counters_quotient_and_remainder_is_proven():
+    x = np.ones(4 * ROWS * COLS, np.float32)
+    found = _accesses(transpose_tile.compile(x, x.copy(), dim=32, device="interp"))
+    assert found["tile"] == [(0, 1), (0, 1)]
+    assert found["x"] == [()] and found["out"] == [()]                   # their extents are not known
+    found = _accesses(overrun_tile.compile(x, x.copy(), dim=32, device="interp"))
+    assert found["tile"][0] == (1,)                                      # the row may reach ROWS
+
+
+def test_a_tile_by_quotient_and_remainder_gives_the_answer_and_an_overrun_reports(dev, rng):
+    x = rng.standard_normal(4 * ROWS * COLS).astype(np.float32)
+    out = poisoned(x.size, np.float32)
+    transpose_tile[4, 32](x, out, device=dev)
+    dev.synchronize()
+    expected = x.reshape(4, ROWS, COLS).transpose(0, 2, 1).reshape(4, -1)      # tile[c, r] read row-major
+    np.testing.assert_array_equal(out, expected.reshape(-1))
+    with pytest.raises(cb.OutOfBoundsError, match=f"index \\({ROWS}, [0-9]+\\) is out of bounds for array 'tile'"):
+        overrun_tile[1, 32](x, poisoned(32, np.float32), device=dev)
+        dev.synchronize()

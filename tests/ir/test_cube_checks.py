@@ -251,3 +251,30 @@ def test_merged_neighbour_tests_give_the_per_access_answer(name, nx, ny, jp, rng
             poisoned(200, np.float32), jp]
     _same(_outcome(neighbours, 4, 64, [a.copy() if isinstance(a, np.ndarray) else a for a in args], "interp"),
           _outcome(neighbours, 4, 64, args, PER_CUBE[name]()))
+
+
+@cb.kernel
+def blocked(x: Array[f32], out: Mut[Array[f32]], w: i32, d: i32):
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[(i // w) * d + i % w]
+
+
+def test_a_quotient_and_remainder_by_a_scalar_are_tested_once_per_cube():
+    x = np.ones(200, np.float32)
+    compiled = blocked.compile(x, x[:50].copy(), 8, 8, dim=16, device=cb.device("interp", checks_per_cube=True))
+    switch, = _switch(compiled)
+    fast, slow = switch.blocks
+    assert not any(op.opcode == "report_oob" for op in walk(fast))
+    assert any(op.opcode == "report_oob" for op in walk(slow))
+
+
+@pytest.mark.parametrize("name", PER_CUBE)
+def test_quotients_and_remainders_by_scalars_at_the_edges_of_i32(name, rng):
+    # divisors of 0 (cubepy's // and % give 0) and negative ones fall back to per-access checks
+    dev = PER_CUBE[name]()
+    x = rng.standard_normal(200).astype(np.float32)
+    fixed = [(8, 8), (3, 7), (1, 1), (0, 5), (-2, 3), (5, -1), (64, 200)]
+    for w, d in fixed + [tuple(_pick(rng, 2)) for _ in range(30)]:
+        args = lambda: (x, poisoned(50, np.float32), w, d)            # noqa: E731
+        _same(_outcome(blocked, 4, 16, args(), dev), _outcome(blocked, 4, 16, args(), _per_access(name)))

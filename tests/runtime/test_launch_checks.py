@@ -48,10 +48,24 @@ def tiles(x: Array[f32], out: Mut[Array[f32]], c: i32, d: i32):
 
 
 @cb.kernel
+def squares(x: Array[f32], out: Mut[Array[f32]]):
+    # CUBE_POS * CUBE_POS is known per cube but has no interval over a launch: no launch test
+    j = cb.CUBE_POS * cb.CUBE_POS + cb.UNIT_POS
+    out[cb.ABSOLUTE_POS] = x[j]
+
+
+@cb.kernel
 def halves(x: Array[f32], out: Mut[Array[f32]]):
-    # CUBE_POS // 2 is known per cube but has no interval over a launch: no launch test
     j = cb.CUBE_POS // 2 * 64 + cb.UNIT_POS
     out[cb.ABSOLUTE_POS] = x[j]
+
+
+@cb.kernel
+def rows_of(x: Array[f32], out: Mut[Array[f32]], w: i32, d: i32):
+    # a tile's row and column from one counter, by a divisor given at run time (0 and negative
+    # ones included: the host's test must answer no for those)
+    for f in range(cb.UNIT_POS, 4 * cb.CUBE_DIM, cb.CUBE_DIM):
+        out[cb.CUBE_POS * 4 * cb.CUBE_DIM + f] = x[(cb.CUBE_POS + f // w) * d + f % w]
 
 
 def _answer(kernel, count, dim, *args) -> bool:
@@ -81,7 +95,63 @@ def test_only_checked_kernels_on_devices_that_decide_launches_get_a_launch_test(
     assert update.compile(x.copy(), x, x, dim=256, device=cb.device("interp", checks_per_cube=True)) \
         .ir_module.launch_test is None
     x32 = np.ones(1000, np.float32)
-    assert halves.compile(x32, x32.copy(), dim=64, device=_device()).ir_module.launch_test is None
+    assert squares.compile(x32, x32.copy(), dim=64, device=_device()).ir_module.launch_test is None
+
+
+@pytest.mark.parametrize("count, nx, expected", [(4, 128, True), (4, 127, False), (3, 128, True), (3, 64, False),
+                                                 (5, 192, True), (5, 191, False)])
+def test_a_floor_division_of_the_cube_position_over_a_launch(count, nx, expected):
+    # cube c reads x[c // 2 * 64 + u]: the last cube reaches (count - 1) // 2 * 64 + 63
+    x = np.ones(nx, np.float32)
+    assert _answer(halves, (count,), (64,), x, np.ones(count * 64, np.float32)) is expected
+
+
+def _brute_force_rows(count, dim, nx, nout, w, d) -> bool:
+    """Whether every unit of a launch of `rows_of` stays inside its arrays with no i32 wrap."""
+    for c in range(count):
+        for u in range(dim):
+            for f in range(u, 4 * dim, dim):
+                q, r = (f // w, f % w) if w else (0, 0)           # cubepy's // and % by 0 give 0
+                parts = (c + q, (c + q) * d, (c + q) * d + r, c * 4 * dim, c * 4 * dim + f)
+                if any(not -(1 << 31) <= p < (1 << 31) for p in parts):
+                    return False
+                if not (0 <= parts[2] < nx and 0 <= parts[4] < nout):
+                    return False
+    return True
+
+
+def test_floor_divisions_and_remainders_by_run_time_divisors_are_sound_on_random_launches(rng):
+    edges = [0, 1, 2, 3, 7, 16, 64, -1, -3, (1 << 31) - 1, -(1 << 31), 1 << 20]
+    yes = 0
+    for _ in range(150):
+        count, dim = int(rng.integers(1, 4)), int(rng.choice([4, 8]))
+        w = int(rng.choice(edges + [int(rng.integers(-20, 20))]))
+        d = int(rng.choice(edges + [int(rng.integers(-20, 40))]))
+        nx, nout = int(rng.integers(0, 400)), int(rng.choice([count * 4 * dim, count * 4 * dim - 1]))
+        x, out = np.ones(nx, np.float32), np.ones(max(nout, 0), np.float32)
+        answer = _answer(rows_of, (count,), (dim,), x, out, w, d)
+        truth = _brute_force_rows(count, dim, nx, max(nout, 0), w, d)
+        assert not answer or truth, (count, dim, w, d, nx, nout)
+        yes += answer
+    assert yes > 0
+
+
+@pytest.mark.parametrize("w, d, nx", [(8, 8, 100), (5, 7, 100), (8, 8, 40), (0, 3, 100), (-2, 3, 100), (3, -1, 100)])
+def test_run_time_divisors_give_the_per_access_answers(w, d, nx, rng):
+    x = rng.standard_normal(nx).astype(np.float32)
+    results = []
+    for dev in (_device(), cb.device("interp")):
+        out = poisoned(3 * 4 * 8, np.float32)
+        try:
+            rows_of[3, 8](x, out, w, d, device=dev)
+            results.append(("ok", out))
+        except cb.OutOfBoundsError as err:
+            results.append(("error", str(err).splitlines()[0]))
+    assert results[0][0] == results[1][0], results
+    if results[0][0] == "ok":
+        np.testing.assert_array_equal(results[0][1], results[1][1])
+    else:
+        assert results[0][1] == results[1][1]
 
 
 @pytest.mark.parametrize("ne, na, nb, count, expected", [
