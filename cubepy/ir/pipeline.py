@@ -12,7 +12,7 @@ A backend with passes of its own builds a `Pipeline` of its stages (OpenCL's bar
 after="eliminate_dead_code")`` gives the whole list with a stage inserted.
 
     >>> PIPELINE.names()[:3]
-    ('verify', 'check_uniformity', 'prove_in_bounds')
+    ('verify', 'check_uniformity', 'flatten_short_circuits')
     >>> kernel = PIPELINE.run(kernel, Options(checks_per_cube=True))     # doctest: +SKIP
     >>> levels = analysis(kernel, "uniformity")                           # doctest: +SKIP
 """
@@ -29,6 +29,7 @@ from .inline_arrays import place_inline_arrays
 from .nodes import Kernel
 from .passes import eliminate_dead_code, lower_bounds_checks
 from .run_checks import check_per_run
+from .short_circuit import flatten_short_circuits
 from .uniformity import analyze_uniformity
 from .verify import verify
 
@@ -124,6 +125,8 @@ PIPELINE = Pipeline([
     # misplaced sync_cube and plane ops are errors naming the user's line, before any pass can
     # move or remove them
     Stage("check_uniformity", lambda k, o: analyze_uniformity(k), "check"),
+    # `a and b` with a small pure right side as one op, so the provers read both compares
+    Stage("flatten_short_circuits", lambda k, o: flatten_short_circuits(k), "transform"),
     Stage("prove_in_bounds", lambda k, o: prove_in_bounds(k), "transform"),
     Stage("check_per_cube", lambda k, o: check_per_cube(k, guards=o.guards_per_cube, launch=o.checks_per_launch),
           "transform", when=_check_per_cube_wanted),

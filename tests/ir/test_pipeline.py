@@ -27,10 +27,9 @@ def _kernel():
 
 
 def test_the_stages_run_in_this_order():
-    assert PIPELINE.names() == ("verify", "check_uniformity", "prove_in_bounds", "check_per_cube",
-                                "check_per_run", "lower_bounds_checks", "eliminate_dead_code", "place_inline_arrays",
-                                "verify_lowered",
-                                "uniformity")
+    assert PIPELINE.names() == ("verify", "check_uniformity", "flatten_short_circuits", "prove_in_bounds",
+                                "check_per_cube", "check_per_run", "lower_bounds_checks", "eliminate_dead_code",
+                                "place_inline_arrays", "verify_lowered", "uniformity")
 
 
 def test_the_uniformity_of_the_final_ir_is_stored_with_the_kernel():
