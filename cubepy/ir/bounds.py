@@ -351,9 +351,11 @@ class _Prover:
                 step.value == 1 or (key is not None and key[0] == "shape" and step.value <= MAX_PROVEN_STEP)
                 or (isinstance(stop, Const) and isinstance(stop.value, int)
                     and stop.value <= INDEX_MAX - step.value + 1))
-            # in the body ``counter < stop``: a constant stop bounds it (``for f in range(u, 1600, 128)``)
-            bound = _const(stop.value - 1) if isinstance(stop, Const) and isinstance(stop.value, int) \
-                and 1 <= stop.value <= INDEX_MAX + 1 else None
+            # with a positive step the body runs where ``counter < stop``: a constant stop bounds it
+            # (``for f in range(u, 1600, 128)``); a step that may be 0 runs where counter > stop
+            # (such a counter is not known non-negative either, so no proof uses it)
+            bound = _const(stop.value - 1) if positive_step and isinstance(stop, Const) \
+                and isinstance(stop.value, int) and 1 <= stop.value <= INDEX_MAX + 1 else None
             inner.values[marker] = _Facts(start_facts.nonneg and no_wrap, below, bound,
                                           start_facts.uses_units)
             inner.vars[counter.id] = marker
