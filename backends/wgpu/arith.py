@@ -320,14 +320,22 @@ class WgslArithmetic(F64Math, Arithmetic):
             return f"{self._float_to_int_helper(src, dst)}({self._up(a, src)})"
         if dst.name == "f16" and src.name != "f16":      # rounded once, from f32 (f64 rounded to odd first)
             wide = (f"{self._float_rounded_to_odd()}({a})" if src.name == "f64" else
-                    a if src.name == "f32" else f"f32({a})")
+                    a if src.name == "f32" else self._from_int(f"f32({a})", _F32))
             return self._down(wide, dst)
         if self._c(src) == self._c(dst):
             return self._fix(a, dst) if src.bits > dst.bits or src.is_signed != dst.is_signed else a
         if src.is_int and dst.bits == 64 and src.bits < 64:
             # widen within the source's signedness first: naga's i64(u32) sign-extends, u64(i32) does not
             a = f"{'i64' if src.is_signed else 'u64'}({a})"
-        return self._fix(f"{self._c(dst)}({a})", dst)
+        converted = self._fix(f"{self._c(dst)}({a})", dst)
+        return self._from_int(converted, dst) if src.is_int and dst.is_float else converted
+
+    def _from_int(self, x: str, dtype: DType) -> str:
+        """A float converted from an integer, where the adapter rewrites float ops as if exact: an
+        integer it folds to a constant would enter float math as a constant it can see, and Mesa's
+        NIR (lavapipe) then makes ``0.0 / y`` 0 and drops the store of ``x / 0.0`` (fuzz seed
+        812060299); through bits (`_hidden`) it is a value like any other."""
+        return self._hidden(x, dtype) if self.quirks.folds_inexact else x
 
     def _float_rounded_to_odd(self) -> str:
         """f64 -> f32 rounded to odd (toward zero, last bit set when inexact): that rounds to f16

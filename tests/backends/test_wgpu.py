@@ -198,6 +198,35 @@ def test_what_lavapipe_would_fold_keeps_ieee_rules(dev):
         np.testing.assert_array_equal(outs[2], (x * x) * np.float32(0.001))
 
 
+@cb.func
+def folded_zero():
+    return ((cb.i16(0) * cb.i16(-100)) or cb.i16(7)) - cb.abs(cb.i16(7))      # 0 by an integer `or` Mesa folds
+
+
+@cb.kernel
+def over_folded_zeros(x: Array[f64], out: Mut[Array[f64]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        zero = f64(folded_zero())
+        out[4 * i] = f64(0.001) / zero
+        out[4 * i + 1] = -x[i] / zero
+        out[4 * i + 2] = zero / zero
+        out[4 * i + 3] = zero * -x[i]
+
+
+def test_a_float_from_an_integer_the_compiler_folds_keeps_ieee_rules(dev, rng):
+    # fuzz seed 812060299: lavapipe dropped the store of 0.001 / 0.0 where the zero came from a
+    # folded integer, and made 0.0 / 0.0 zero
+    x = np.abs(rng.standard_normal(64)) + 0.5
+    out = np.full(4 * 64, 12345.0)
+    over_folded_zeros.launch(1, 64, x, out, device=dev)
+    dev.synchronize()
+    got = out.reshape(64, 4)
+    np.testing.assert_array_equal(got[:, 0], np.inf)
+    np.testing.assert_array_equal(got[:, 1], -np.inf)
+    assert np.isnan(got[:, 2]).all()
+    np.testing.assert_array_equal(np.signbit(got[:, 3]), True)           # -0.0: the sign kept
+
 @cb.kernel
 def mixed_arithmetic(x: Array[f32], y: Array[f32], z: Array[f32], a: Array[i32], b: Array[i32], s: Array[f32],
                      f: Mut[Array[f32]], q: Mut[Array[i32]]):
