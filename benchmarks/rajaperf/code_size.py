@@ -9,12 +9,16 @@ GPU machine) and the registers ptxas gives the kernel. ``--per-cube`` renders an
 cuda backend does (checks per launch, cube and run): the checked columns count the build that
 runs where the host proved the launch in bounds (``-DCB_LAUNCH_OK=1``), and ``unproven ptx`` the
 build of the other launches (``-DCB_LAUNCH_OK=0``). The IR is specialized for 32-lane planes on
-the interpreter, as CUDA specializes it (small read-only host arrays by value included).
+the interpreter, as CUDA specializes it (small read-only host arrays by value included), and a
+shape-generic kernel gets the ``__launch_bounds__`` CUDA compiles it with for the launch's units
+(`CudaBackend.units_bound`: ptxas allocates registers for it).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
 import re
 import shutil
 import subprocess
@@ -58,6 +62,11 @@ def _sass_count(cubin: Path) -> int | None:
     return sum(bool(re.match(r"\s*/\*[0-9a-f]{4}\*/", line)) for line in listing.splitlines())
 
 
+def units_of(dim) -> int:
+    """The units per cube of a launch's CubeDim (an int, a tuple or a `cb.CubeDim`)."""
+    return int(dim) if isinstance(dim, int) else math.prod(dim)
+
+
 def count(kernel_ir, folder: Path, sass: bool, defines: tuple = ()) -> dict:
     checks = sum(op.opcode == "report_oob" for op in _walk(kernel_ir.body))
     source = folder / f"{kernel_ir.name}.cu"
@@ -83,7 +92,9 @@ def main(argv=None) -> None:
     opts = parser.parse_args(argv)
     if shutil.which("nvcc") is None:
         raise SystemExit("nvcc is not on PATH")
-    from cubepy.backends.cuda import INLINE_ARRAY_BYTES
+    from cubepy.backends.cuda import INLINE_ARRAY_BYTES, CudaBackend
+
+    cuda = CudaBackend()        # for its units bounds: no GPU needed
 
     device = cb.device("interp", plane_dim=32, checks_per_cube=opts.per_cube, checks_per_run=opts.per_cube,
                        checks_per_launch=opts.per_cube, inline_array_bytes=INLINE_ARRAY_BYTES)
@@ -101,11 +112,13 @@ def main(argv=None) -> None:
                                                      device=device, checked=checked)
                     folder = Path(tmp) / ("checked" if checked else "unchecked")
                     folder.mkdir(exist_ok=True)
-                    tested = checked and compiled.ir_module.launch_test is not None
-                    rows[checked] = count(compiled.ir_module, folder, opts.sass,
-                                          ("-DCB_LAUNCH_OK=1",) if tested else ())
+                    kernel_ir = compiled.ir_module
+                    if kernel_ir.units_bound is not None:   # shape-generic: CUDA's bound for these units
+                        kernel_ir = dataclasses.replace(kernel_ir, units_bound=cuda.units_bound(units_of(launch.dim)))
+                    tested = checked and kernel_ir.launch_test is not None
+                    rows[checked] = count(kernel_ir, folder, opts.sass, ("-DCB_LAUNCH_OK=1",) if tested else ())
                     if tested:
-                        rows["unproven"] = count(compiled.ir_module, folder, False, ("-DCB_LAUNCH_OK=0",))
+                        rows["unproven"] = count(kernel_ir, folder, False, ("-DCB_LAUNCH_OK=0",))
                 cells = "".join(f"{f'{rows[False][c]} / {rows[True][c]}':>16}" for c in columns)
                 extra = f"{rows['unproven']['ptx'] if 'unproven' in rows else '-':>14}" if opts.per_cube else ""
                 print(f"{app.name + ' ' + launch.kernel.__name__:<24}{cells}{extra}")
