@@ -1,0 +1,101 @@
+"""Why the checked plain FIR's proven build runs about 1% slower than the unchecked kernel at the
+default size with the GPU's time alone, though both compile to the same SASS (docs/benchmarks.md,
+"The twenty-first session"): the launch's parameter block, or something else.
+
+    python benchmarks/gpu/fir_proven.py [--samples 21]      # needs CuPy and an NVIDIA GPU
+
+At RAJAPerf's default size (1e6 iterates, 16 taps, f64), GPU time per launch with the suite's
+queued timer (`benchmarks.rajaperf.timing.QueuedEventTimer`: each sample enqueued behind a held
+stream), every variant interleaved, median of ``--samples``:
+
+- cubepy's ``fir`` with the taps as a NumPy array (by value in the parameters, as the suite
+  passes them) and as a CuPy array, checked (the proven build) and unchecked;
+- Base_CUDA's FIR kernel (taps in ``__constant__``) through ``cupy.RawKernel``, alone and with
+  unused parameters appended: an int and a pointer (what the checked build adds: its launch
+  test's answer and its error record), 16 doubles (the size of the taps by value), and both.
+
+Each variant's output is checked against NumPy after it is poisoned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import cubepy as cb
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: benchmarks.rajaperf
+from benchmarks.rajaperf.apps.fir import COEFFICIENTS, fir  # noqa: E402
+from benchmarks.rajaperf.timing import QueuedEventTimer, interleaved  # noqa: E402
+
+N = 1_000_000
+_DOUBLES = ", ".join(f"double u{k}" for k in range(16))
+SOURCE = r'''
+__constant__ double taps_const[16];
+#define BODY long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; \
+  if (i < iend) { double s = 0.0; for (long long j = 0; j < coefflen; ++j) s += taps_const[j] * in[i + j]; out[i] = s; }
+extern "C" __global__ void __launch_bounds__(256)
+fir_base(double* out, const double* in, long long coefflen, long long iend) { BODY }
+extern "C" __global__ void __launch_bounds__(256)
+fir_int_ptr(double* out, const double* in, long long coefflen, long long iend, int ok, int* err) { BODY }
+extern "C" __global__ void __launch_bounds__(256)
+fir_16_doubles(double* out, const double* in, long long coefflen, long long iend, DOUBLES) { BODY }
+extern "C" __global__ void __launch_bounds__(256)
+fir_16_doubles_int_ptr(double* out, const double* in, long long coefflen, long long iend, DOUBLES, int ok, int* err)
+{ BODY }
+'''.replace("DOUBLES", _DOUBLES)
+
+
+def main() -> None:
+    import cupy as cp
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=21)
+    opts = parser.parse_args()
+    dev = cb.device("cuda")
+    module = cp.RawModule(code=SOURCE, options=("--std=c++17",))
+    taps_host = np.array(COEFFICIENTS)
+    taps_device = cp.asarray(taps_host)
+    cp.ndarray((16,), cp.float64, memptr=module.get_global("taps_const"))[...] = taps_device
+    inp = cp.asarray(np.random.default_rng(1).random(N + 15))
+    out = cp.zeros(N)
+    err = cp.zeros(1, cp.int32)
+    want = sum(c * inp[j:j + N] for j, c in enumerate(COEFFICIENTS))
+    g = (N + 255) // 256
+    base_args = (out, inp, np.int64(16), np.int64(N))
+    unused_doubles = tuple(np.float64(k) for k in range(16))
+    raw = {name: module.get_function(name) for name in ("fir_base", "fir_int_ptr", "fir_16_doubles",
+                                                           "fir_16_doubles_int_ptr")}
+    variants = {
+        "cubepy fir, NumPy taps, unchecked": lambda: fir[g, 256](out, inp, taps_host, device=dev, checked=False),
+        "cubepy fir, NumPy taps, checked": lambda: fir[g, 256](out, inp, taps_host, device=dev, checked=True),
+        "cubepy fir, CuPy taps, unchecked": lambda: fir[g, 256](out, inp, taps_device, device=dev, checked=False),
+        "cubepy fir, CuPy taps, checked": lambda: fir[g, 256](out, inp, taps_device, device=dev, checked=True),
+        "Base_CUDA fir": lambda: raw["fir_base"]((g,), (256,), base_args),
+        "  + int, pointer": lambda: raw["fir_int_ptr"]((g,), (256,), (*base_args, np.int32(1), err)),
+        "  + 16 doubles": lambda: raw["fir_16_doubles"]((g,), (256,), (*base_args, *unused_doubles)),
+        "  + 16 doubles, int, pointer": lambda: raw["fir_16_doubles_int_ptr"](
+            (g,), (256,), (*base_args, *unused_doubles, np.int32(1), err)),
+    }
+    for name, launch in variants.items():
+        out[...] = cp.nan                                 # poisoned: an unwritten element fails the check
+        launch()
+        dev.synchronize()
+        if not bool(cp.allclose(out, want, rtol=1e-12)):
+            raise SystemExit(f"{name}: wrong output")
+    timer = QueuedEventTimer(dev)
+    samples = interleaved(timer, {name: (launch, 100) for name, launch in variants.items()}, opts.samples)
+    base = statistics.median(samples["Base_CUDA fir"])
+    print(f"{dev.properties.name}; FIR at {N} iterates; GPU time per launch (queued), median of {opts.samples}")
+    for name, values in samples.items():
+        median = statistics.median(values)
+        print(f"  {name:40s} {median * 1e6:8.3f} us  ({min(values) * 1e6:.3f}-{max(values) * 1e6:.3f})  "
+              f"{median / base:6.3f}x Base_CUDA")
+
+
+if __name__ == "__main__":
+    main()
