@@ -76,7 +76,7 @@ def load_builtins():
     out["load"] = (time.perf_counter() - start) * 1e3
 
 def populate():
-    import ctypes, os
+    import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     start, ok = time.perf_counter(), True
