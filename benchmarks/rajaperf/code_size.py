@@ -62,11 +62,6 @@ def _sass_count(cubin: Path) -> int | None:
     return sum(bool(re.match(r"\s*/\*[0-9a-f]{4}\*/", line)) for line in listing.splitlines())
 
 
-def units_of(dim) -> int:
-    """The units per cube of a launch's CubeDim (an int, a tuple or a `cb.CubeDim`)."""
-    return int(dim) if isinstance(dim, int) else math.prod(dim)
-
-
 def count(kernel_ir, folder: Path, sass: bool, defines: tuple = ()) -> dict:
     checks = sum(op.opcode == "report_oob" for op in _walk(kernel_ir.body))
     source = folder / f"{kernel_ir.name}.cu"
@@ -114,7 +109,8 @@ def main(argv=None) -> None:
                     folder.mkdir(exist_ok=True)
                     kernel_ir = compiled.ir_module
                     if kernel_ir.units_bound is not None:   # shape-generic: CUDA's bound for these units
-                        kernel_ir = dataclasses.replace(kernel_ir, units_bound=cuda.units_bound(units_of(launch.dim)))
+                        bound = cuda.units_bound(math.prod(compiled.cube_dim))
+                        kernel_ir = dataclasses.replace(kernel_ir, units_bound=bound)
                     tested = checked and kernel_ir.launch_test is not None
                     rows[checked] = count(kernel_ir, folder, opts.sass, ("-DCB_LAUNCH_OK=1",) if tested else ())
                     if tested:

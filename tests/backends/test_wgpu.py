@@ -227,6 +227,7 @@ def test_a_float_from_an_integer_the_compiler_folds_keeps_ieee_rules(dev, rng):
     assert np.isnan(got[:, 2]).all()
     np.testing.assert_array_equal(np.signbit(got[:, 3]), True)           # -0.0: the sign kept
 
+
 @cb.kernel
 def mixed_arithmetic(x: Array[f32], y: Array[f32], z: Array[f32], a: Array[i32], b: Array[i32], s: Array[f32],
                      f: Mut[Array[f32]], q: Mut[Array[i32]]):
