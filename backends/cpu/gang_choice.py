@@ -5,11 +5,18 @@ from __future__ import annotations
 from cubepy.ir.nodes import Const, Op, Var
 from cubepy.ir.opcodes import LINE_OPS, PURE
 
+# Ops a gang skips with a side of an `if` no lane takes, where LLVM's if-conversion of a unit
+# loop runs them for every unit under a mask: loads and the costly arithmetic (a store alone is
+# one masked store there, as cheap as the gang's test).
+COSTLY = frozenset({"load", "div", "floordiv", "mod", "pow", "sqrt", "rsqrt", "exp", "log", "sin", "cos",
+                    "tanh", "erf"})
+
 
 class GangChoiceMixin:
     def _gang_ok(self, ops: list[Op]) -> bool:
-        """Regions holding a loop whose ops all have a gang lowering (no atomics, no Lines,
-        no break/continue of a cube-level loop)."""
+        """Regions whose ops all have a gang lowering (no atomics, no Lines, no break/continue of
+        a cube-level loop) and that hold a loop, or an `if` on loaded data with costly work on
+        a side (`_skippable_branch`)."""
         if self.VF <= 1:
             return False
         has_loop = False
@@ -33,13 +40,48 @@ class GangChoiceMixin:
                 if op.opcode == "for" and op.attrs["var"].type.width > 1:
                     return False
             return all(ok(o, depth) for b in op.blocks for o in b.ops)
-        return all(ok(op, 0) for op in ops) and has_loop and self._gang_accesses_contiguous(ops)
+        if not all(ok(op, 0) for op in ops):
+            return False
+        if has_loop:
+            return self._gang_accesses_contiguous(ops)
+        return self._skippable_branch(ops) and self._gang_accesses_contiguous(ops, everywhere=True)
 
-    def _gang_accesses_contiguous(self, ops: list[Op]) -> bool:
-        """A heuristic (correctness never depends on it): inside the region's loops, does every
-        load/store index look uniform or consecutive across units? Otherwise (e.g. each unit
-        walking its own chunk) a gang would gather from VF distant places per step, and one unit
-        at a time streams better."""
+    def _skippable_branch(self, ops: list[Op]) -> bool:
+        """A heuristic: does the region branch on data it loaded, with loads or costly arithmetic
+        on a side? LLVM's loop vectorizer if-converts a unit loop's branches and runs both sides
+        for every unit under masks; a gang runs a side only where a lane takes it, so a branch
+        that no lane of a gang takes (a rare case, a boundary condition) costs its test alone.
+        A branch on the unit's position alone (a bounds guard) or with cheap sides (a clamp)
+        stays with LLVM."""
+        loaded: set[int] = set()          # values computed from a load
+        loaded_vars: set[int] = set()     # variables given such a value
+
+        def costly(block) -> bool:
+            return any(o.opcode in COSTLY or any(costly(b) for b in o.blocks) for o in block.ops)
+
+        def derived(a) -> bool:
+            return getattr(a, "id", None) in loaded
+
+        def visit(op: Op) -> bool:
+            code = op.opcode
+            if code == "if" and derived(op.args[0]) and any(costly(b) for b in op.blocks):
+                return True
+            if code == "store_var" and derived(op.args[1]):
+                loaded_vars.add(op.args[0].id)
+            if op.result is not None and (code == "load" or any(derived(a) for a in op.args)
+                                          or (code == "load_var" and op.args[0].id in loaded_vars)):
+                loaded.add(op.result.id)
+            return any(visit(o) for b in op.blocks for o in b.ops)
+        for _ in range(3):              # variables: a few rounds to a fixed point
+            if any(visit(op) for op in ops):
+                return True
+        return False
+
+    def _gang_accesses_contiguous(self, ops: list[Op], everywhere: bool = False) -> bool:
+        """A heuristic (correctness never depends on it): inside the region's loops (or
+        ``everywhere``), does every load/store index look uniform or consecutive across units?
+        Otherwise (e.g. each unit walking its own chunk) a gang would gather from VF distant
+        places per step, and one unit at a time streams better."""
         UNI, CONS, VARY = 0, 1, 2
         shape: dict[int, int] = {}
         var_shape: dict[int, int] = {}
@@ -90,4 +132,4 @@ class GangChoiceMixin:
                     return False
             inner = in_loop or op.opcode in ("for", "loop")
             return all(accesses(o, inner) for b in op.blocks for o in b.ops)
-        return all(accesses(op, False) for op in ops)
+        return all(accesses(op, everywhere) for op in ops)

@@ -151,3 +151,74 @@ def test_grid_stride_gang_with_prefetch(start, step):
     assert errs[0] == errs[1]
     if errs[0] is None:
         np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5)
+
+
+@cb.kernel
+def rare_branch(q: Mut[Array[f64]], d: Array[f64], a: Array[f64], b: Array[f64], floor: f64):
+    """ENERGY's shape: a branch on loaded data whose side loads and takes a square root."""
+    i = cb.ABSOLUTE_POS
+    if i < len(q):
+        if d[i] <= 0.0:
+            s = a[i] * b[i] - d[i]
+            r = floor
+            if s > floor:
+                r = cb.sqrt(s)
+            q[i] = r * a[i] + b[i]
+
+
+@cb.kernel
+def clamped(e: Mut[Array[f64]], w: Array[f64], e_cut: f64, emin: f64):
+    """A bounds guard and branches with cheap sides: LLVM's if-conversion does these best."""
+    i = cb.ABSOLUTE_POS
+    if i < len(e):
+        v = e[i] + 0.5 * w[i]
+        if cb.abs(v) < e_cut:
+            v = 0.0
+        if v < emin:
+            v = emin
+        e[i] = v
+
+
+@pytest.mark.parametrize("taken", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize("plane,dim", [(8, 100), (32, 256), (1, 7)])
+def test_branch_on_loaded_data_runs_as_gang(taken, plane, dim):
+    """A gang runs a side only where some lane takes it; results match the interpreter whether
+    no unit, some or all take the branch, and units that skip it leave the output alone."""
+    n = 1000
+    r = np.random.default_rng(int(taken * 10) + dim)
+    d = np.where(r.random(n) < taken, -r.random(n), r.random(n) + 0.1)
+    a, b = r.random(n) * 2, r.random(n)
+    src = rare_branch.source(np.zeros(n), d, a, b, 0.25, device="cpu", dim=dim)
+    assert "g_head" in src and "gif_run" in src
+    c, i = both(rare_branch, -(-n // dim), dim, lambda: [np.full(n, np.nan), d, a, b, np.float64(0.25)], plane)
+    np.testing.assert_array_equal(c[0], i[0])
+    assert np.isnan(c[0][d > 0]).all() and not np.isnan(c[0][d <= 0]).any()
+
+
+def test_guard_and_cheap_branches_stay_unit_loops():
+    n = 512
+    src = clamped.source(np.zeros(n), np.zeros(n), 0.1, 0.0, device="cpu", dim=256)
+    assert "g_head" not in src and "u_head" in src
+
+
+@cb.kernel
+def poly_any(x: Array, y: Mut[Array], iters: i32):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        acc = x[i] * 0.0
+        for _ in range(iters):
+            acc = acc * x[i] + 0.5
+        y[i] = acc
+
+
+@pytest.mark.parametrize("dtype,lanes", [(np.float32, 32), (np.float64, 16)])
+def test_gang_width_is_four_vectors_of_the_kernels_float(dtype, lanes):
+    """A gang is four SIMD vectors of the widest float the kernel computes in (AVX2 here: 8 f32,
+    4 f64): 32 f64 lanes would be 8 ymm registers a value, and a few live values spill."""
+    x = np.random.default_rng(3).random(64).astype(dtype)
+    dev = cb.device("cpu", isa="avx2")
+    src = poly_any.source(x, x.copy(), 3, device=dev, dim=64)
+    assert f"<{lanes} x {'float' if dtype == np.float32 else 'double'}>" in src
+    y = np.full(64, np.nan, dtype)
+    poly_any[1, 64](x, y, 3, device=dev)
+    np.testing.assert_allclose(y, ((0.5 * x + 0.5) * x + 0.5), rtol=1e-6)
