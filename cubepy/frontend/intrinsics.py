@@ -80,7 +80,7 @@ def _static_shape(ctx, what, size):
     if not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
         ctx.error(CubeValueError, f"{what} size must be a positive int known at compile time "
                   f"(a literal, a Comptime parameter or CUBE_DIM), got {size!r}")
-    return shape
+    return tuple(int(s) for s in shape)     # plain ints: CUBE_DIM's typed I32 prints as "8:i32"
 
 
 def _memory(kind):

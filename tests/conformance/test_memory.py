@@ -25,6 +25,25 @@ def test_shared_memory_is_shared_by_a_cube_and_ordered_by_sync(dev, rng):
 
 
 @cb.kernel
+def flip_rows_in_cube(x: Array[f32], out: Mut[Array[f32]]):
+    tile = cb.SharedMemory(f32, (cb.CUBE_DIM_Y, cb.CUBE_DIM_X))     # 2-D, its extents from the cube
+    tx, ty = cb.UNIT_POS_X, cb.UNIT_POS_Y
+    row = cb.CUBE_POS_X * cb.CUBE_DIM_Y + ty
+    tile[ty, tx] = x[row * cb.CUBE_DIM_X + tx]
+    cb.sync_cube()
+    out[row * cb.CUBE_DIM_X + tx] = tile[cb.CUBE_DIM_Y - 1 - ty, tx]
+
+
+def test_two_dimensional_shared_memory_sized_by_the_cube(dev, rng):
+    """The CPU backend once wrote CUBE_DIM_X into its IR as "8:i32" (a typed constant) and LLVM
+    refused the kernel."""
+    x = rng.standard_normal(3 * 4 * 8).astype(np.float32)
+    out = poisoned(x.size, np.float32)
+    flip_rows_in_cube[3, (8, 4)](x, out, device=dev)
+    np.testing.assert_array_equal(out, x.reshape(3, 4, 8)[:, ::-1, :].ravel())
+
+
+@cb.kernel
 def tree_sum(x: Array[f32], out: Mut[Array[f32]], dim: Comptime[int]):
     s = cb.SharedMemory(f32, dim)
     u = cb.UNIT_POS
