@@ -14,11 +14,20 @@ COSTLY = frozenset({"load", "div", "floordiv", "mod", "pow", "sqrt", "rsqrt", "e
 
 class GangChoiceMixin:
     def _gang_ok(self, ops: list[Op]) -> bool:
-        """Regions whose ops all have a gang lowering (no atomics, no Lines, no break/continue of
-        a cube-level loop) and that hold a loop, or an `if` on loaded data with costly work on
-        a side (`_skippable_branch`)."""
-        if self.VF <= 1:
+        """Regions gang.py can emit (`_gang_lowerable`) that hold a loop, or an `if` on loaded
+        data with costly work on a side (`_skippable_branch`)."""
+        lowerable, has_loop = self._gang_lowerable(ops)
+        if not lowerable:
             return False
+        if has_loop:
+            return self._gang_accesses_contiguous(ops)
+        return self._skippable_branch(ops) and self._gang_accesses_contiguous(ops, everywhere=True)
+
+    def _gang_lowerable(self, ops: list[Op]) -> tuple[bool, bool]:
+        """``(lowerable, has_loop)``: whether every op of the region has a gang lowering (no
+        atomics, no Lines, no break/continue of a cube-level loop), and whether it holds a loop."""
+        if self.VF <= 1:
+            return False, False
         has_loop = False
 
         def scalar(x) -> bool:
@@ -40,11 +49,8 @@ class GangChoiceMixin:
                 if op.opcode == "for" and op.attrs["var"].type.width > 1:
                     return False
             return all(ok(o, depth) for b in op.blocks for o in b.ops)
-        if not all(ok(op, 0) for op in ops):
-            return False
-        if has_loop:
-            return self._gang_accesses_contiguous(ops)
-        return self._skippable_branch(ops) and self._gang_accesses_contiguous(ops, everywhere=True)
+        lowerable = all(ok(op, 0) for op in ops)
+        return lowerable, has_loop
 
     def _skippable_branch(self, ops: list[Op]) -> bool:
         """A heuristic: does the region branch on data it loaded, with loads or costly arithmetic

@@ -222,3 +222,28 @@ def test_gang_width_is_four_vectors_of_the_kernels_float(dtype, lanes):
     y = np.full(64, np.nan, dtype)
     poly_any[1, 64](x, y, 3, device=dev)
     np.testing.assert_allclose(y, ((0.5 * x + 0.5) * x + 0.5), rtol=1e-6)
+
+
+def test_fuzz_kernels_run_as_gangs_wherever_they_can(monkeypatch):
+    """The gang emitter on every region it can emit, not only where the heuristics choose it:
+    random kernels of the differential fuzzer (gathers, scatters, loops, branches, early returns)
+    must give the interpreter's answer at plane size 8 (CI's fuzzer makes few gangs)."""
+    from cubepy.backends.cpu.gang_choice import GangChoiceMixin
+    from tests.fuzz.campaign import check
+
+    gangs = []
+
+    def every_lowerable_region(self, ops):
+        lowerable = self._gang_lowerable(ops)[0]
+        gangs.append(lowerable)
+        return lowerable
+    monkeypatch.setattr(GangChoiceMixin, "_gang_ok", every_lowerable_region)
+    failed, compared = {}, 0
+    for seed in range(622400000, 622400040):           # at LLVM -O0: the gangs' code as emitted
+        status = check(seed, ("cpu-p8-O0",), model=False)["targets"].get("cpu-p8-O0", ("invalid", ""))
+        compared += status[0] == "ok"
+        if status[0] in ("error", "mismatch"):
+            failed[seed] = status
+    assert not failed, failed
+    print(f"{compared} kernels compared, {sum(gangs)} gang regions")
+    assert compared >= 8 and sum(gangs) >= 8, (compared, sum(gangs))
