@@ -229,6 +229,7 @@ def test_fuzz_kernels_run_as_gangs_wherever_they_can(monkeypatch):
     random kernels of the differential fuzzer (gathers, scatters, loops, branches, early returns)
     must give the interpreter's answer at plane size 8 (CI's fuzzer makes few gangs)."""
     from cubepy.backends.cpu.gang_choice import GangChoiceMixin
+
     from tests.fuzz.campaign import check
 
     gangs = []
