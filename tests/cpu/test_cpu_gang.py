@@ -239,6 +239,7 @@ def test_fuzz_kernels_run_as_gangs_wherever_they_can(monkeypatch):
         gangs.append(lowerable)
         return lowerable
     monkeypatch.setattr(GangChoiceMixin, "_gang_ok", every_lowerable_region)
+    monkeypatch.setenv("CUBEPY_TRACE_INDEX", "0")      # a trace on disk would bring back its own build
     failed, compared = {}, 0
     for seed in range(622400000, 622400040):           # at LLVM -O0: the gangs' code as emitted
         status = check(seed, ("cpu-p8-O0",), model=False)["targets"].get("cpu-p8-O0", ("invalid", ""))
@@ -246,5 +247,4 @@ def test_fuzz_kernels_run_as_gangs_wherever_they_can(monkeypatch):
         if status[0] in ("error", "mismatch"):
             failed[seed] = status
     assert not failed, failed
-    print(f"{compared} kernels compared, {sum(gangs)} gang regions")
     assert compared >= 8 and sum(gangs) >= 8, (compared, sum(gangs))
