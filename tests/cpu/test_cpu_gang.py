@@ -166,19 +166,6 @@ def rare_branch(q: Mut[Array[f64]], d: Array[f64], a: Array[f64], b: Array[f64],
             q[i] = r * a[i] + b[i]
 
 
-@cb.kernel
-def clamped(e: Mut[Array[f64]], w: Array[f64], e_cut: f64, emin: f64):
-    """A bounds guard and branches with cheap sides: LLVM's if-conversion does these best."""
-    i = cb.ABSOLUTE_POS
-    if i < len(e):
-        v = e[i] + 0.5 * w[i]
-        if cb.abs(v) < e_cut:
-            v = 0.0
-        if v < emin:
-            v = emin
-        e[i] = v
-
-
 @pytest.mark.parametrize("taken", [0.0, 0.3, 1.0])
 @pytest.mark.parametrize("plane,dim", [(8, 100), (32, 256), (1, 7)])
 def test_branch_on_loaded_data_runs_as_gang(taken, plane, dim):
@@ -196,8 +183,11 @@ def test_branch_on_loaded_data_runs_as_gang(taken, plane, dim):
 
 
 def test_guard_and_cheap_branches_stay_unit_loops():
+    """ENERGY's fourth loop: a bounds guard and two clamps, which LLVM's if-conversion does best."""
+    from cubepy.bench.apps.energy import energy4
+
     n = 512
-    src = clamped.source(np.zeros(n), np.zeros(n), 0.1, 0.0, device="cpu", dim=256)
+    src = energy4.source(np.zeros(n), np.zeros(n), 0.1, 0.0, device="cpu", dim=256)
     assert "g_head" not in src and "u_head" in src
 
 
