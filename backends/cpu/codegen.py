@@ -244,13 +244,13 @@ def argument_slots(kernel: Kernel) -> list:
 
 def gang_width(kernel: Kernel, f32_width: int) -> int:
     """Units per gang: ``f32_width`` (GANG_VECTORS f32 vectors a value), half of it where the
-    kernel computes in f64, so that a value is GANG_VECTORS vectors there too (64 f64 lanes are
-    8 zmm registers a value, and a few live values spill: ENERGY's first loop, made a gang to
-    see, took 1.6-2.2x the unit loop's time at 64 lanes)."""
+    kernel computes in f64, so that a value is GANG_VECTORS vectors there too: 64 f64 lanes are 8
+    zmm registers a value, and FIR's plain port (an f64 gang) stored 58 zmm registers to the
+    stack at 64 lanes against 11 at 32 (counted in its `source("asm")`), 5.2 -> 4.0 ms
+    (docs/benchmarks.md)."""
     wide = any(op.result is not None and op.result.type.dtype.is_float and op.result.type.dtype.bits == 64
                for op in walk(kernel.body))
     return max(1, f32_width // 2) if wide else f32_width
 
 
 __all__ = ["Codegen", "CpuCompileError", "Layout", "argument_slots", "ERR_WORDS", "MAX_OOB_DIMS", "i32", "u64"]
-

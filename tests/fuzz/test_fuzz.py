@@ -259,6 +259,8 @@ def test_seed_793340276_runs_at_llvm_o0_in_a_child_process():
 def test_no_stack_slot_of_the_cpu_backend_is_less_aligned_than_its_type():
     import re
 
+    from cubepy.backends.cpu import GANG_VECTORS
+    from cubepy.backends.cpu.jit import simd_f32_lanes
     from cubepy.backends.cpu.llvmtext import abi_align
 
     from .campaign import excluded
@@ -268,8 +270,8 @@ def test_no_stack_slot_of_the_cpu_backend_is_less_aligned_than_its_type():
     source = load(program).source(*arguments(program), dim=program.cube_dim,
                                   device=cb.device("cpu", plane_dim=32, opt_level=0), checked=True)
     slots = re.findall(r"= alloca (.+?), align (\d+)", source)
-    # a gang's vector slots (four f64 vectors of units: the kernel computes in f64)
-    assert any(re.fullmatch(r"<\d+ x i32>", t) for t, _ in slots)
+    lanes = GANG_VECTORS * simd_f32_lanes() // 2         # the kernel computes in f64: four f64 vectors
+    assert any(t == f"<{lanes} x i32>" for t, _ in slots)
     assert all(int(a) >= abi_align(t) for t, a in slots), [s for s in slots if int(s[1]) < abi_align(s[0])][:5]
 
 
