@@ -33,7 +33,9 @@ class GangAccessMixin:
 
     def _gaccess(self, buf, indices, value):
         """A masked load (value None) or store of buf[indices] for the active lanes: a vector
-        load/store when their element offsets are consecutive, else a gather/scatter."""
+        load/store when their element offsets are consecutive; a load of one element on every
+        lane when they are all the same (a table read in a loop every lane runs in step, FIR's
+        ``coeff[j]``); else a gather/scatter."""
         fn, VF, lanes = self.fn, self.VF, self.lanes
         mt, et = lanes.vector("i1"), lanes.of(buf.type)
         vty, sty = ltype(et, True), ltype(buf.type, True)
@@ -84,6 +86,17 @@ class GangAccessMixin:
         fn.block(gat_l)
         if flat:
             lin = self._glin(buf, indices)
+        if value is None:
+            uni_l, gat_l = fn.label("ga_uniform"), fn.label("ga_gather")
+            one = fn.op(f"extractelement {v64} {lin}, i{VF} {lane}")
+            same = fn.op(f"icmp eq {v64} {lin}, {lanes.splat(fn, one, 'i64')}")
+            ok = fn.op(f"or {mt} {same}, {self._mnot(m)}")
+            fn.cbr(fn.op(f"icmp eq i{VF} {fn.op(f'bitcast {mt} {ok} to i{VF}')}, -1"), uni_l, gat_l)
+            fn.block(uni_l)
+            x = fn.op(f"load {sty}, ptr {fn.op(f'getelementptr {sty}, ptr {base}, i64 {one}')}, align {al}")
+            fn.emit(f"store {vty} {lanes.splat(fn, x, sty)}, ptr {res}")
+            fn.br(end)
+            fn.block(gat_l)
         ps = fn.op(f"getelementptr {sty}, ptr {base}, {v64} {lin}")
         pv = lanes.vector("ptr")
         if value is None:

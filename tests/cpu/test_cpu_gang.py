@@ -238,3 +238,46 @@ def test_fuzz_kernels_run_as_gangs_wherever_they_can(monkeypatch):
             failed[seed] = status
     assert not failed, failed
     assert compared >= 8 and sum(gangs) >= 8, (compared, sum(gangs))
+
+
+@cb.kernel
+def table_reads(x: Array[f64], coeff: Array[f64], shift: Array[i32], trips: Array[i32], out: Mut[Array[f64]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        s = 0.0
+        for j in range(trips[i]):
+            s += coeff[j + shift[i]] * x[i + j]
+        out[i] = s
+
+
+@pytest.mark.parametrize("plane,dim", [(8, 256), (32, 100), (1, 7)])
+def test_a_table_read_at_one_index_on_every_lane_matches_the_interpreter(monkeypatch, plane, dim):
+    """A gang loads ``coeff[k]`` once and gives it to every lane when all active lanes read the
+    same k (FIR's taps), and gathers when they do not: blocks of units sharing ``shift`` and trip
+    count, sharing ``shift`` with lanes whose loop has ended, mixing both, and a last gang whose
+    lanes past the end are off."""
+    from cubepy.backends.cpu.gang_choice import GangChoiceMixin
+
+    monkeypatch.setattr(GangChoiceMixin, "_gang_ok", lambda self, ops: self._gang_lowerable(ops)[0])
+    monkeypatch.setenv("CUBEPY_TRACE_INDEX", "0")
+    n, taps = 1000, 9
+    r = np.random.default_rng(plane + dim)
+    x, coeff = r.random(n + taps), r.random(taps + 1)
+    u = np.arange(n)
+    # shift shared by all units but in [400, 600) and from 850; trip counts shared below 600
+    shift = np.where(((u >= 400) & (u < 600)) | (u >= 850), r.integers(0, 2, n), 0).astype(np.int32)
+    trips = np.where(u < 600, taps, r.integers(0, taps + 1, n)).astype(np.int32)
+    assert "ga_uniform" in table_reads.source(x, coeff, shift, trips, np.zeros(n), device="cpu", dim=dim)
+    c, i = both(table_reads, -(-n // dim), dim, lambda: [x, coeff, shift, trips, np.full(n, np.nan)], plane)
+    np.testing.assert_array_equal(c[4], i[4])
+    ref = [sum(coeff[j + shift[u]] * x[u + j] for j in range(trips[u])) for u in range(n)]
+    np.testing.assert_allclose(c[4], ref, rtol=1e-12)
+
+
+def test_firs_taps_are_read_once_for_the_gang():
+    """FIR's plain port: ``coeff[j]`` in the taps loop is the same element on every lane."""
+    from cubepy.bench.apps.fir import fir
+
+    n = 512
+    src = fir.source(np.zeros(n), np.zeros(n + 16), np.zeros(16), device="cpu", dim=256)
+    assert "g_head" in src and "ga_uniform" in src
