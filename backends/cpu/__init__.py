@@ -51,9 +51,6 @@ _SCALAR_FMT = {"bool_": "?7x", "i8": "b7x", "u8": "B7x", "i16": "h6x", "u16": "H
                "i64": "q", "u64": "Q", "f16": "e6x", "f32": "f4x", "f64": "d"}
 # launches with fewer units than this run on the calling thread only
 SERIAL_UNITS = 1 << 15
-# a gang (gang.py) is this many SIMD registers wide: independent chains hide FMA latency, and a
-# gang's memory accesses cover several cache lines
-GANG_VECTORS = 4
 
 
 class Executable:
@@ -201,7 +198,7 @@ class CpuBackend(Backend):
 
     def generate(self, kernel: Kernel, properties: DeviceProperties | None = None) -> tuple[str, Layout]:
         from . import jit
-        from .codegen import Codegen
+        from .codegen import GANG_VECTORS, Codegen
 
         host = jit.init()
         plane_dim = kernel.plane_dim or properties.plane_dim

@@ -32,13 +32,17 @@ from .cube import CubeMixin
 from .expr import ExprMixin
 from .gang import GangMixin
 from .gang_access import GangAccessMixin
-from .gang_choice import GangChoiceMixin
+from .gang_choice import INDIRECT_ACCESSES, GangChoiceMixin, indirect_accesses
 from .llvmtext import Fn, ltype, scalar_type
 from .memory import MemoryMixin
 from .oob import OobMixin
 from .plane import PlaneMixin
 from .region import RegionMixin
 from .unit import UnitMixin
+
+# a gang (gang.py) is this many SIMD registers wide: independent chains hide FMA latency, and a
+# gang's memory accesses cover several cache lines
+GANG_VECTORS = 4
 
 
 class Codegen(AnalysisMixin, GangChoiceMixin, CubeMixin, PlaneMixin, RegionMixin, UnitMixin, GangMixin,
@@ -213,6 +217,10 @@ class Codegen(AnalysisMixin, GangChoiceMixin, CubeMixin, PlaneMixin, RegionMixin
         """``!prof`` branch weights for a branch that almost always goes its first way."""
         return self._shared_md("likely", '!{!"branch_weights", i32 2000, i32 1}')
 
+    def _unlikely_md(self) -> str:
+        """``!prof`` branch weights for a branch that almost never goes its first way."""
+        return self._shared_md("unlikely", '!{!"branch_weights", i32 1, i32 2000}')
+
     def _unit_loop_md(self) -> str:
         """The ``!llvm.loop`` of a small loop over a cube's units: unrolled 4 times at most. Vectorized
         and then unrolled whole, a 256-unit saxpy became one block of 32 vector multiplies a
@@ -250,7 +258,14 @@ def gang_width(kernel: Kernel, f32_width: int) -> int:
     (docs/benchmarks.md)."""
     wide = any(op.result is not None and op.result.type.dtype.is_float and op.result.type.dtype.bits == 64
                for op in walk(kernel.body))
-    return max(1, f32_width // 2) if wide else f32_width
+    width = max(1, f32_width // 2) if wide else f32_width
+    if indirect_accesses(kernel.body.ops) >= INDIRECT_ACCESSES:
+        # gangs that gather through an index array (gang_choice): a vector a value; at four, the
+        # plain MATVEC_3D_STENCIL's 27 gathered pairs spilled (2,176 stack accesses in its
+        # assembly) and ran 2.3x its one-vector gang
+        width = max(1, width // GANG_VECTORS)
+    return width
 
 
-__all__ = ["Codegen", "CpuCompileError", "Layout", "argument_slots", "ERR_WORDS", "MAX_OOB_DIMS", "i32", "u64"]
+__all__ = ["Codegen", "GANG_VECTORS", "CpuCompileError", "Layout", "argument_slots", "ERR_WORDS", "MAX_OOB_DIMS",
+           "i32", "u64"]

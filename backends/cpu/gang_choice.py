@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cubepy.ir.nodes import Const, Op, Var
+from cubepy.ir.nodes import Block, Const, Op, Var, walk
 from cubepy.ir.opcodes import LINE_OPS, PURE
 
 # Ops a gang skips with a side of an `if` no lane takes, where LLVM's if-conversion of a unit
@@ -12,16 +12,61 @@ COSTLY = frozenset({"load", "div", "floordiv", "mod", "pow", "sqrt", "rsqrt", "e
                     "tanh", "erf"})
 
 
+def loaded_values(ops: list[Op]) -> set[int]:
+    """The ids of the values of ``ops`` (nested blocks included) computed from a load, through
+    variables too (a few rounds to a fixed point)."""
+    loaded: set[int] = set()
+    loaded_vars: set[int] = set()
+
+    def visit(op: Op) -> None:
+        code = op.opcode
+        if code == "store_var" and getattr(op.args[1], "id", None) in loaded:
+            loaded_vars.add(op.args[0].id)
+        if op.result is not None and (code == "load" or any(getattr(a, "id", None) in loaded for a in op.args)
+                                      or (code == "load_var" and op.args[0].id in loaded_vars)):
+            loaded.add(op.result.id)
+        for b in op.blocks:
+            for o in b.ops:
+                visit(o)
+    for _ in range(3):
+        for op in ops:
+            visit(op)
+    return loaded
+
+
+def indirect_accesses(ops: list[Op]) -> int:
+    """How many loads and stores of ``ops`` (nested blocks included) take an index read from
+    memory (``x[zones[i] + 1]``)."""
+    loaded = loaded_values(ops)
+    return sum(1 for op in walk(Block(list(ops))) if op.opcode in ("load", "store")
+               and any(getattr(a, "id", None) in loaded for a in op.args[1:1 + op.args[0].rank]))
+
+
+# accesses at indices read from memory that make a loop-free region a gang
+INDIRECT_ACCESSES = 2
+
+
 class GangChoiceMixin:
     def _gang_ok(self, ops: list[Op]) -> bool:
-        """Regions gang.py can emit (`_gang_lowerable`) that hold a loop, or an `if` on loaded
-        data with costly work on a side (`_skippable_branch`)."""
+        """Regions gang.py can emit (`_gang_lowerable`) that hold a loop, gather through an
+        index array without one (`_gathers_through_indices`), or branch on loaded data with
+        costly work on a side (`_skippable_branch`)."""
         lowerable, has_loop = self._gang_lowerable(ops)
         if not lowerable:
             return False
         if has_loop:
             return self._gang_accesses_contiguous(ops)
+        if self._gathers_through_indices(ops):
+            return True
         return self._skippable_branch(ops) and self._gang_accesses_contiguous(ops, everywhere=True)
+
+    def _gathers_through_indices(self, ops: list[Op]) -> bool:
+        """A heuristic: several accesses at indices read from memory (a mesh's zone list,
+        DEL_DOT_VEC_2D's ``x[i + 1 + jp]`` with ``i = real_zones[ii]``). LLVM's vectorizer
+        gathers each of them for every unit; a gang tests at run time whether its lanes' indices
+        are consecutive, which a zone list mostly is, and loads a vector then. Such a kernel's
+        gangs are one vector wide (`codegen.gang_width`)."""
+        return indirect_accesses(ops) >= INDIRECT_ACCESSES
 
     def _gang_lowerable(self, ops: list[Op]) -> tuple[bool, bool]:
         """``(lowerable, has_loop)``: whether every op of the region has a gang lowering (no
@@ -59,29 +104,12 @@ class GangChoiceMixin:
         that no lane of a gang takes (a rare case, a boundary condition) costs its test alone.
         A branch on the unit's position alone (a bounds guard) or with cheap sides (a clamp)
         stays with LLVM."""
-        loaded: set[int] = set()          # values computed from a load
-        loaded_vars: set[int] = set()     # variables given such a value
+        loaded = loaded_values(ops)
 
         def costly(block) -> bool:
             return any(o.opcode in COSTLY or any(costly(b) for b in o.blocks) for o in block.ops)
-
-        def derived(a) -> bool:
-            return getattr(a, "id", None) in loaded
-
-        def visit(op: Op) -> bool:
-            code = op.opcode
-            if code == "if" and derived(op.args[0]) and any(costly(b) for b in op.blocks):
-                return True
-            if code == "store_var" and derived(op.args[1]):
-                loaded_vars.add(op.args[0].id)
-            if op.result is not None and (code == "load" or any(derived(a) for a in op.args)
-                                          or (code == "load_var" and op.args[0].id in loaded_vars)):
-                loaded.add(op.result.id)
-            return any(visit(o) for b in op.blocks for o in b.ops)
-        for _ in range(3):              # variables: a few rounds to a fixed point
-            if any(visit(op) for op in ops):
-                return True
-        return False
+        return any(op.opcode == "if" and getattr(op.args[0], "id", None) in loaded
+                   and any(costly(b) for b in op.blocks) for op in walk(Block(list(ops))))
 
     def _gang_accesses_contiguous(self, ops: list[Op], everywhere: bool = False) -> bool:
         """A heuristic (correctness never depends on it): inside the region's loops (or

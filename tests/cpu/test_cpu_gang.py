@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cubepy as cb
-from cubepy import Array, Mut, f32, f64, i8, i32
+from cubepy import Array, Mut, f32, f64, i8, i32, i64
 from tests.kernels import poly
 
 
@@ -281,3 +281,57 @@ def test_firs_taps_are_read_once_for_the_gang():
     n = 512
     src = fir.source(np.zeros(n), np.zeros(n + 16), np.zeros(16), device="cpu", dim=256)
     assert "g_head" in src and "ga_uniform" in src
+
+
+@cb.kernel
+def corners(zones: Array[i64], x: Array[f64], out: Mut[Array[f64]], jp: i32):
+    ii = cb.ABSOLUTE_POS
+    if ii < len(zones):
+        i = zones[ii]
+        out[i] = x[i + 1] + 2.0 * x[i + jp] - x[i] * x[i + 1 + jp]
+
+
+def _zone_list(n_rows: int, row: int, jp: int, rng) -> np.ndarray:
+    """A mesh's real zones: rows of consecutive zones with a gap between rows, the last rows
+    shuffled (a gang of those gathers)."""
+    zones = np.concatenate([np.arange(r * jp + 1, r * jp + 1 + row) for r in range(n_rows)]).astype(np.int64)
+    tail = zones[-3 * row:]
+    zones[-3 * row:] = rng.permutation(tail)
+    return zones
+
+
+@pytest.mark.parametrize("checked", [True, False])
+@pytest.mark.parametrize("plane,dim", [(8, 256), (32, 100), (1, 7)])
+def test_gathers_through_a_zone_list_run_as_gangs(checked, plane, dim):
+    """Accesses at indices read from memory make a loop-free region a gang one vector wide, which
+    loads a vector where its lanes' zones are consecutive and gathers where they are not."""
+    from cubepy.backends.cpu.jit import simd_f32_lanes
+
+    rng = np.random.default_rng(plane + dim)
+    jp = 53
+    zones = _zone_list(20, 50, jp, rng)
+    x = rng.random(21 * jp + 2)
+    src = corners.source(zones, x, np.zeros_like(x), np.int32(jp), device="cpu", dim=dim, checked=checked)
+    assert "g_head" in src and f"<{simd_f32_lanes() // 2} x double>" in src
+    c, i = both(corners, -(-len(zones) // dim), dim,
+                lambda: [zones, x, np.full_like(x, np.nan), np.int32(jp)], plane)
+    np.testing.assert_array_equal(c[2], i[2])
+    want = np.full_like(x, np.nan)
+    want[zones] = x[zones + 1] + 2.0 * x[zones + jp] - x[zones] * x[zones + 1 + jp]
+    np.testing.assert_array_equal(c[2], want)
+
+
+@pytest.mark.parametrize("bad", [0, 333, 999])
+def test_a_zone_out_of_range_in_a_gang_is_reported_as_the_interpreter_does(bad):
+    rng = np.random.default_rng(bad)
+    jp = 53
+    zones = _zone_list(20, 50, jp, rng)
+    zones[bad] = 21 * jp + 1                  # its x[i + 1] is the first access out of bounds
+    x = rng.random(21 * jp + 2)
+    msgs = []
+    for dev in ("cpu", "interp"):
+        out = np.full_like(x, np.nan)
+        with pytest.raises(cb.OutOfBoundsError) as e:
+            corners[4, 256](zones, x, out, np.int32(jp), device=dev)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1] and "array 'x'" in msgs[0]

@@ -259,7 +259,7 @@ def test_seed_793340276_runs_at_llvm_o0_in_a_child_process():
 def test_no_stack_slot_of_the_cpu_backend_is_less_aligned_than_its_type():
     import re
 
-    from cubepy.backends.cpu import GANG_VECTORS
+    from cubepy.backends.cpu.codegen import GANG_VECTORS, gang_width
     from cubepy.backends.cpu.jit import simd_f32_lanes
     from cubepy.backends.cpu.llvmtext import abi_align
 
@@ -267,10 +267,12 @@ def test_no_stack_slot_of_the_cpu_backend_is_less_aligned_than_its_type():
     from .run import arguments, load
 
     program = generate(793340276, exclude=excluded(("cpu-p32-O0",)))
-    source = load(program).source(*arguments(program), dim=program.cube_dim,
-                                  device=cb.device("cpu", plane_dim=32, opt_level=0), checked=True)
+    compiled = load(program).compile(*arguments(program), dim=program.cube_dim,
+                                     device=cb.device("cpu", plane_dim=32, opt_level=0), checked=True)
+    source = compiled.source()
     slots = re.findall(r"= alloca (.+?), align (\d+)", source)
-    lanes = GANG_VECTORS * simd_f32_lanes() // 2         # the kernel computes in f64: four f64 vectors
+    lanes = gang_width(compiled.ir_module, GANG_VECTORS * simd_f32_lanes())
+    assert lanes < GANG_VECTORS * simd_f32_lanes()      # an f64 kernel: half the f32 width, or less
     assert any(t == f"<{lanes} x i32>" for t, _ in slots)
     assert all(int(a) >= abi_align(t) for t, a in slots), [s for s in slots if int(s[1]) < abi_align(s[0])][:5]
 
