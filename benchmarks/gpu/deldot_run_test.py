@@ -24,7 +24,6 @@ Each variant's output is poisoned, then checked against NumPy.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -35,7 +34,7 @@ import cubepy as cb
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: benchmarks.rajaperf
 from benchmarks.rajaperf.apps.del_dot_vec_2d import DelDotVec2D  # noqa: E402
 from benchmarks.rajaperf.peers.base_cuda import BaseCuda  # noqa: E402
-from benchmarks.rajaperf.timing import QueuedEventTimer, interleaved  # noqa: E402
+from benchmarks.rajaperf.timing import QueuedEventTimer, interleaved, print_against  # noqa: E402
 
 SOURCE = r'''
 typedef long long I;
@@ -122,12 +121,8 @@ def main() -> None:
             if not np.allclose(got, want["div"][host["real_zones"]], rtol=1e-12) or int(err[0]):
                 raise SystemExit(f"{name}: wrong output at {size}")
         samples = interleaved(timer, {name: (launch, 100) for name, launch in variants.items()}, opts.samples)
-        base = statistics.median(samples["Base_CUDA"])
         print(f"{size} ({n} zones)")
-        for name, values in samples.items():
-            median = statistics.median(values)
-            print(f"  {name:28s} {median * 1e6:9.3f} us  ({min(values) * 1e6:.3f}-{max(values) * 1e6:.3f})  "
-                  f"{median / base:6.3f}x Base_CUDA")
+        print_against(samples, "Base_CUDA", 28)
 
 
 if __name__ == "__main__":

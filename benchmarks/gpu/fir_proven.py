@@ -20,7 +20,6 @@ Each variant's output is checked against NumPy after it is poisoned.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import cubepy as cb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: benchmarks.rajaperf
 from benchmarks.rajaperf.apps.fir import COEFFICIENTS, fir  # noqa: E402
-from benchmarks.rajaperf.timing import QueuedEventTimer, interleaved  # noqa: E402
+from benchmarks.rajaperf.timing import QueuedEventTimer, interleaved, print_against  # noqa: E402
 
 N = 1_000_000
 _DOUBLES = ", ".join(f"double u{k}" for k in range(16))
@@ -89,12 +88,8 @@ def main() -> None:
             raise SystemExit(f"{name}: wrong output")
     timer = QueuedEventTimer(dev)
     samples = interleaved(timer, {name: (launch, 100) for name, launch in variants.items()}, opts.samples)
-    base = statistics.median(samples["Base_CUDA fir"])
     print(f"{dev.properties.name}; FIR at {N} iterates; GPU time per launch (queued), median of {opts.samples}")
-    for name, values in samples.items():
-        median = statistics.median(values)
-        print(f"  {name:40s} {median * 1e6:8.3f} us  ({min(values) * 1e6:.3f}-{max(values) * 1e6:.3f})  "
-              f"{median / base:6.3f}x Base_CUDA")
+    print_against(samples, "Base_CUDA fir")
 
 
 if __name__ == "__main__":

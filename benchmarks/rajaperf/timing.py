@@ -133,5 +133,15 @@ def interleaved(timer, contenders: dict[str, tuple[Callable[[], None], int]], sa
     return out
 
 
+def print_against(samples: dict[str, list[float]], base: str, width: int = 40) -> None:
+    """One line per contender of `interleaved`'s ``samples``: its median GPU time per launch, its
+    range, and its median over ``base``'s."""
+    reference = statistics.median(samples[base])
+    for name, values in samples.items():
+        middle = statistics.median(values)
+        print(f"  {name:{width}s} {middle * 1e6:9.3f} us  ({min(values) * 1e6:.3f}-{max(values) * 1e6:.3f})  "
+              f"{middle / reference:6.3f}x {base}")
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
