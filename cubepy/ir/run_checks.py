@@ -6,12 +6,13 @@ together, and the CPU, where the checked gathers of RAJAPerf run twice as fast v
 read from memory (``i = zones[ii]`` then ``x[i + 1]``) has no interval there. Such accesses are
 tested here, once per unit and run. A *run* is a stretch of one block between ops that write
 memory, leave the block, hold blocks or exchange values between units (plane ops): every op of
-a run runs, in order, for each unit that reaches it. When two or more checked loads of a run have
+a run runs, in order, for each unit that reaches it; a checked store may close it (the store of
+the value the run computed, ``div[i] = ...``). When two or more checked accesses of a run have
 indices that none of the run's checked loads feeds, their tests can be made before the run::
 
     the ops the tests and later code read (moved up: they run anyway), the tests
-    if every test holds:  the run, those loads unchecked
-    else:                 the run as it was (each load checked: the same report, the same zero)
+    if every test holds:  the run, those accesses unchecked
+    else:                 the run as it was (each access checked: the same report, the same zero)
 
 Each side computes its other indices where it loads them, so that they are not all live across
 the checked side's branches. Values the run defines that later code uses leave both sides through
@@ -54,10 +55,16 @@ def _values(args) -> list[Value]:
 
 
 def _checked_load(op: Op) -> bool:
-    if op.opcode != "load" or not op.attrs.get("checked"):
-        return False
-    buf = op.args[0]
-    return len(op.attrs.get("proven", ())) < buf.rank
+    return op.opcode == "load" and _checked(op)
+
+
+def _checked(op: Op) -> bool:
+    """A load or store still checked on some axis."""
+    return bool(op.attrs.get("checked")) and len(op.attrs.get("proven", ())) < op.args[0].rank
+
+
+def _indices(op: Op) -> tuple:
+    return op.args[1:1 + op.args[0].rank]
 
 
 def _ends_run(op: Op) -> bool:
@@ -111,7 +118,12 @@ class _Versioner:
             # a per-cube version's checked side runs only in cubes at an edge: not worth a copy
             for b in op.blocks[:1] if "cube_checks" in op.attrs else op.blocks:
                 self.block(b)
-            if _ends_run(op):
+            if op.opcode == "store" and _checked(op) and run:
+                # a store that closes a run (DEL_DOT_VEC_2D's div[i] after its loads) is tested
+                # with them where its index is known before the run
+                out += self.run(run + [op])
+                run = []
+            elif _ends_run(op):
                 out += self.run(run)
                 run = []
                 out.append(op)
@@ -121,16 +133,18 @@ class _Versioner:
         block.ops = out
 
     def run(self, ops: list[Op]) -> list[Op]:
-        """The run ``ops`` as segments, each versioned where it can be: a segment ends before a
-        checked load whose index one of the segment's checked loads feeds."""
+        """The run ``ops`` (maybe closed by a checked store) as segments, each versioned where it
+        can be: a segment ends before a checked access whose index one of the segment's checked
+        loads feeds."""
         out, start = [], 0
         while start < len(ops):
             defined, movable, tested = set(), set(), []
             end = len(ops)
             for k in range(start, len(ops)):
                 op = ops[k]
-                known = all(a.id not in defined or a.id in movable for a in _values(op.args))
-                if _checked_load(op):
+                read = _indices(op) if op.opcode == "store" else op.args
+                known = all(a.id not in defined or a.id in movable for a in _values(read))
+                if _checked_load(op) or (op.opcode == "store" and _checked(op)):
                     if known:
                         tested.append(op)
                     elif tested:
@@ -179,7 +193,7 @@ class _Versioner:
                 copy = _copy(op, mapping)
                 if unchecked and id(op) in tested_ids:
                     # "proven": the interpreter then treats an access out of bounds here as a bug
-                    copy.attrs["proven"] = tuple(range(len(copy.args) - 1))
+                    copy.attrs["proven"] = tuple(range(copy.args[0].rank))
                     side += unchecked_access(copy)
                 else:
                     side.append(copy)

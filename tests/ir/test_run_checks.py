@@ -209,3 +209,38 @@ def test_a_versioned_run_keeps_plane_ops_after_it_plane_uniform(rng):
     assert len(_runs(looped, *args, dim=32)) >= 2
     error, _ = _same_as_per_load_checks(looped, 2, 32, args)
     assert error is None
+
+
+@cb.kernel
+def scatter_back(zones: Array[i64], x: Array[f64], y: Mut[Array[f64]]):
+    ii = cb.ABSOLUTE_POS
+    if ii < len(zones):
+        i = zones[ii]
+        y[i] = x[i - 1] + 2.0 * x[i + 1]
+
+
+@pytest.mark.parametrize("bad", [None, "y", "x"])
+def test_a_store_that_closes_a_run_is_tested_with_its_loads(rng, bad):
+    """DEL_DOT_VEC_2D's ``div[i] = ...`` after its loads: one test covers the loads and the store
+    (the fast side stores unchecked), and a zone out of range for ``y`` only, or for ``x``, is
+    reported as per-access checks report it."""
+    n = 120
+    zones = rng.permutation(np.arange(1, n - 12))[:64].astype(np.int64)
+    x, y = rng.standard_normal(n), poisoned(n - 10, np.float64)
+    if bad == "y":
+        zones[21] = n - 5                    # x[i - 1], x[i + 1] in bounds, y[i] not
+    elif bad == "x":
+        zones[21] = n - 1                    # x[i + 1] is the first access out of bounds
+    args = [zones, x, y]
+    runs = _runs(scatter_back, *args, dim=32)
+    assert [op.attrs["run_checks"] for op in runs] == [3]
+    fast, slow = runs[0].blocks
+    assert not any(op.opcode == "report_oob" for op in walk(fast)) and any(op.opcode == "store" for op in walk(fast))
+    error, (_, _, got) = _same_as_per_load_checks(scatter_back, 2, 32, args)
+    if bad is None:
+        assert error is None
+        want = poisoned(n - 10, np.float64)
+        want[zones] = x[zones - 1] + 2.0 * x[zones + 1]
+        np.testing.assert_array_equal(got, want)
+    else:
+        assert error is not None and f"'{bad}'" in error
