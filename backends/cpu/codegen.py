@@ -261,8 +261,8 @@ def gang_width(kernel: Kernel, f32_width: int) -> int:
     width = max(1, f32_width // 2) if wide else f32_width
     if indirect_accesses(kernel.body.ops) >= INDIRECT_ACCESSES:
         # gangs that gather through an index array (gang_choice): a vector a value; at four, the
-        # plain MATVEC_3D_STENCIL's 27 gathered pairs spilled (2,176 stack accesses in its
-        # assembly) and ran 2.3x its one-vector gang
+        # plain MATVEC_3D_STENCIL's 27 gathered pairs spilled (2,176 `(%rsp)` operands in its
+        # `source("asm")`) and ran 2.4-3.5x its one-vector gang (docs/benchmarks.md)
         width = max(1, width // GANG_VECTORS)
     return width
 

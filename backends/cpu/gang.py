@@ -153,9 +153,9 @@ class GangMixin:
         if len(op.blocks) > 1 and op.blocks[1].ops:
             sides.append((op.blocks[1], self._mand(m, self._mnot(c))))
         regs = self.regs
-        # a version's checked side (per run or per cube) runs where an index is out of range: rare
-        weights = [self._likely_md(), self._unlikely_md()] if "run_checks" in op.attrs or "cube_checks" in op.attrs \
-            else [None, None]
+        # a versioned run's checked side runs only where an index is out of range (the per-cube
+        # version switch never reaches a gang: cube.py runs it at cube level)
+        weights = [self._likely_md(), self._unlikely_md()] if "run_checks" in op.attrs else [None, None]
         for (block, sm), prof in zip(sides, weights):
             yes, end = fn.label("gif_run"), fn.label("gif_end")
             fn.cbr(self._any(sm), yes, end, prof=prof)

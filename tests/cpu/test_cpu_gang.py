@@ -274,15 +274,6 @@ def test_a_table_read_at_one_index_on_every_lane_matches_the_interpreter(monkeyp
     np.testing.assert_allclose(c[4], ref, rtol=1e-12)
 
 
-def test_firs_taps_are_read_once_for_the_gang():
-    """FIR's plain port: ``coeff[j]`` in the taps loop is the same element on every lane."""
-    from cubepy.bench.apps.fir import fir
-
-    n = 512
-    src = fir.source(np.zeros(n), np.zeros(n + 16), np.zeros(16), device="cpu", dim=256)
-    assert "g_head" in src and "ga_uniform" in src
-
-
 @cb.kernel
 def corners(zones: Array[i64], x: Array[f64], out: Mut[Array[f64]], jp: i32):
     ii = cb.ABSOLUTE_POS
