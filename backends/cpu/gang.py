@@ -146,6 +146,9 @@ class GangMixin:
             raise self._internal(op)
 
     def _gif(self, op: Op) -> None:
+        if "run_checks" in op.attrs:
+            self._gversioned(op)
+            return
         fn = self.fn
         c = self._get(op.args[0])
         m = self.mask
@@ -153,17 +156,35 @@ class GangMixin:
         if len(op.blocks) > 1 and op.blocks[1].ops:
             sides.append((op.blocks[1], self._mand(m, self._mnot(c))))
         regs = self.regs
-        # a versioned run's checked side runs only where an index is out of range (the per-cube
-        # version switch never reaches a gang: cube.py runs it at cube level)
-        weights = [self._likely_md(), self._unlikely_md()] if "run_checks" in op.attrs else [None, None]
-        for (block, sm), prof in zip(sides, weights):
+        for block, sm in sides:
             yes, end = fn.label("gif_run"), fn.label("gif_end")
-            fn.cbr(self._any(sm), yes, end, prof=prof)
+            fn.cbr(self._any(sm), yes, end)
             fn.block(yes)
             self.regs = dict(regs)
             self._gblock(block.ops, sm)
             fn.br(end)
             fn.block(end)
+        self.regs = regs
+        self.mask = m
+
+    def _gversioned(self, op: Op) -> None:
+        """A versioned run (cubepy/ir/run_checks.py): both sides compute the same values, the
+        second with each access checked, so the gang takes one side for all its active lanes: the
+        unchecked one unless a lane's test fails. Under the gang's own mask, often all lanes, the
+        fast side's accesses stay whole-vector loads; split by lane, each would be masked."""
+        fn, m = self.fn, self.mask
+        failed = self._mand(m, self._mnot(self._get(op.args[0])))
+        fast, checked, end = fn.label("gv_fast"), fn.label("gv_checked"), fn.label("gv_end")
+        # the checked side runs only where an index is out of range (the per-cube version switch
+        # never reaches a gang: cube.py runs it at cube level)
+        fn.cbr(self._any(failed), checked, fast, prof=self._unlikely_md())
+        regs = self.regs
+        for label, block in ((fast, op.blocks[0]), (checked, op.blocks[1])):
+            fn.block(label)
+            self.regs = dict(regs)
+            self._gblock(block.ops, m)
+            fn.br(end)
+        fn.block(end)
         self.regs = regs
         self.mask = m
 

@@ -319,10 +319,14 @@ def test_a_zone_out_of_range_in_a_gang_is_reported_as_the_interpreter_does(bad):
     zones = _zone_list(20, 50, jp, rng)
     zones[bad] = 21 * jp + 1                  # its x[i + 1] is the first access out of bounds
     x = rng.random(21 * jp + 2)
-    msgs = []
+    msgs, outs = [], []
     for dev in ("cpu", "interp"):
         out = np.full_like(x, np.nan)
         with pytest.raises(cb.OutOfBoundsError) as e:
             corners[4, 256](zones, x, out, np.int32(jp), device=dev)
         msgs.append(str(e.value))
+        outs.append(out)
     assert msgs[0] == msgs[1] and "array 'x'" in msgs[0]
+    # the gang of the bad zone runs the checked side for all its lanes: the others' values too
+    np.testing.assert_array_equal(outs[0], outs[1])
+    assert not np.isnan(outs[0][zones]).any()
