@@ -624,6 +624,9 @@ def check_per_cube(kernel: Kernel, guards: bool = False, launch: bool = False) -
         decided = {}
         ok = emitter.all_of()
     count = sum(len(d) for d in hoisted.values())
+    if decided and hoisted and not isinstance(ok, Const) and _guarded_version(kernel, emitter, before, hoisted,
+                                                                             decided):
+        return count
     if isinstance(ok, Const):            # decided at compile time: no version switch
         if not ok.value:
             return 0
@@ -657,6 +660,46 @@ def check_per_cube(kernel: Kernel, guards: bool = False, launch: bool = False) -
         Op("load_var", (decision,), in_bounds, loc=loc),
         Op("if", (in_bounds,), None, {"cube_checks": True}, (fast, kernel.body), loc)])
     return count
+
+
+def _guarded_version(kernel: Kernel, emitter: _Emitter, before: tuple, hoisted: dict, decided: dict) -> bool:
+    """Version the body three ways where guards were decided as well as accesses hoisted::
+
+        if every access of the cube is inside:
+            if every unit of the cube passes the guards:  the body, unchecked, guards dropped
+            else:                                         the body, unchecked, guards kept
+        else:                                             the body as it was
+
+    A cube at a guard's edge then runs its accesses unchecked too: where the cube's extent does
+    not divide the array's (LTIMES' 25 of 32 units in m) that is every cube, not the last one.
+    False, changing nothing, where the guards' test alone is decided at compile time."""
+    everything = emitter.conds
+    emitter.conds = before[0]
+    inside = emitter.all_of()
+    emitter.conds = everything[len(before[0]):]
+    passing = emitter.all_of()
+    emitter.conds = everything
+    if isinstance(passing, Const) or (isinstance(inside, Const) and not inside.value):
+        return False
+    loc = kernel.body.ops[0].loc if kernel.body.ops else None
+    versions = []
+    for nowrap, folded in ((emitter.nowrap, decided), (before[1], {})):
+        var_map: dict[int, Var] = {}
+        version = _clone_block(kernel.body, {}, var_map)
+        kernel.vars.extend(var_map.values())
+        for original, copy in zip(list(walk(kernel.body)), walk(version)):
+            _mark(copy, hoisted.get(id(original), ()), id(original) in nowrap)
+            if id(original) in folded:
+                copy.args = (Const(folded[id(original)], Type(bool_)), *copy.args[1:])
+        versions.append(version)
+    # no cube_checks mark: both sides are unchecked, and a per-run pass versions both
+    by_guards = Op("if", (passing,), None, {}, tuple(versions), loc)
+    if isinstance(inside, Const):            # every access inside at compile time: no checked copy
+        kernel.body = Block([*emitter.ops, by_guards])
+    else:
+        kernel.body = Block([*emitter.ops, Op("if", (inside,), None, {"cube_checks": True},
+                                              (Block([by_guards]), kernel.body), loc)])
+    return True
 
 
 # --- the test of a whole launch, on the host -----------------------------------------------------

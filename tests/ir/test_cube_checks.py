@@ -91,6 +91,10 @@ def _vars(block) -> set:
     return {a.id for op in walk(block) for a in op.args if a.__class__.__name__ == "Var"}
 
 
+def _guards(block) -> list:
+    return [op for op in walk(block) if op.opcode == "if"]
+
+
 @pytest.mark.parametrize("checked", [True, False])
 def test_a_guard_every_unit_of_the_cube_passes_is_dropped_on_the_fast_side(checked):
     x = np.ones(1000, np.float32)
@@ -98,13 +102,60 @@ def test_a_guard_every_unit_of_the_cube_passes_is_dropped_on_the_fast_side(check
     compiled = triad.compile(x, x, x.copy(), 2.0, dim=256, device=dev, checked=checked)
     switch, = _switch(compiled)
     fast, slow = switch.blocks
-    guard = lambda block: [op for op in walk(block) if op.opcode == "if"]          # noqa: E731
-    assert [op.args[0].value for op in guard(fast)] == [True]
-    assert not isinstance(guard(slow)[0].args[0], type(guard(fast)[0].args[0]))
+    if checked:       # accesses inside: a second switch, on the guards, between two unchecked bodies
+        by_guards, = fast.ops
+        fast, guarded = by_guards.blocks
+        assert not by_guards.attrs and not any(op.opcode == "report_oob" for op in walk(guarded))
+        assert not isinstance(_guards(guarded)[0].args[0], type(_guards(fast)[0].args[0]))
+    assert [op.args[0].value for op in _guards(fast)] == [True]
+    assert not isinstance(_guards(slow)[0].args[0], type(_guards(fast)[0].args[0]))
     # without guards_per_cube an unchecked kernel is not versioned
     plain = triad.compile(x, x, x.copy(), 2.0, dim=256, device=cb.device("interp", checks_per_cube=True),
                           checked=False)
     assert not _switch(plain)
+
+
+@cb.kernel
+def contraction(out: Mut[Array[f32]], a: Array[f32], b: Array[f32]):
+    m = cb.ABSOLUTE_POS_X
+    g = cb.ABSOLUTE_POS_Y
+    if m < out.shape[1] and g < out.shape[0]:
+        s = out[g, m]
+        for d in range(b.shape[1]):
+            s += a[m, d] * b[g, d]
+        out[g, m] = s
+
+
+def test_a_cube_at_a_guards_edge_runs_its_accesses_unchecked():
+    """LTIMES' shape: 25 units of 32 in m pass the guard, so no cube passes it whole; the version
+    for such cubes keeps the guard and drops the checks (each cube ran the checked body before)."""
+    out, a, b = np.zeros((8, 25), np.float32), np.ones((25, 16), np.float32), np.ones((8, 16), np.float32)
+    compiled = contraction.compile(out, a, b, dim=(32, 4), device=cb.device("interp", checks_per_cube=True,
+                                                                             guards_per_cube=True))
+    switch, = _switch(compiled)
+    by_guards, = switch.blocks[0].ops
+    fast, guarded = by_guards.blocks
+    assert sum(op.opcode == "report_oob" for op in walk(switch.blocks[1])) == 2            # a and b
+    for block in (fast, guarded):
+        assert not any(op.opcode == "report_oob" for op in walk(block))
+    assert _guards(fast)[0].args[0].value is True and not hasattr(_guards(guarded)[0].args[0], "value")
+
+
+@pytest.mark.parametrize("name", PER_CUBE)
+@pytest.mark.parametrize("nm, ng, nd, na", [(25, 8, 16, 25), (32, 8, 16, 32), (25, 7, 5, 25), (25, 8, 16, 24),
+                                            (64, 8, 3, 64), (30, 9, 16, 30)])
+def test_cubes_at_a_guards_edge_give_the_per_access_answer(name, nm, ng, nd, na, rng):
+    # cubes of (32, 4): m's guard cut inside every cube (25, 30), at a cube's end (32, 64), g's
+    # inside the last cube row (7, 9); a too short for m (na 24): a report as the interpreter's
+    a = rng.standard_normal((na, nd)).astype(np.float32)
+    b = rng.standard_normal((ng, nd)).astype(np.float32)
+    start = rng.standard_normal((ng, nm)).astype(np.float32)
+    count = (-(-nm // 32), -(-ng // 4))
+    outcomes = [_outcome(contraction, count, (32, 4), [start.copy(), a, b], dev)
+                for dev in (PER_CUBE[name](), "interp")]
+    _same(*outcomes)
+    if na == nm:
+        np.testing.assert_allclose(outcomes[0][1][0], start + b @ a.T, rtol=1e-5, atol=1e-5)
 
 
 @cb.kernel
