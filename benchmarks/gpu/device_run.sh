@@ -2,7 +2,7 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [ptxjit] [codesize] [replay] [tests] [matvec] [profcost] [tuned] [deldot]
+#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [ptxjit] [codesize] [replay] [tests] [matvec] [profcost] [tuned] [deldot] [firproven]
 #
 # first:       what was built without a GPU since the last run (docs/device-runs.md): events and
 #              profiling intervals, the nn.Parameter fix (examples/torch_op.py), the two builds of a
@@ -30,6 +30,8 @@
 # tuned:       the tuned ports of MATVEC_3D_STENCIL and LTIMES, checked and unchecked, each build at
 #              the faster of the two builds' autotuned shapes, against Base_CUDA: event timer and queued
 # deldot:      DEL_DOT_VEC_2D's checked run test as a branch and as a clamp, against Base_CUDA (deldot_run_test.py)
+# firproven:   FIR's checked and unchecked builds through cubepy and launched raw, Base_CUDA with unused
+#              parameters (fir_proven.py)
 # matvec:      MATVEC_3D_STENCIL's ports checked and unchecked, tuned and strict (matvec_isolation.py)
 # tests:       pytest on TESTS (files or folders) with CUBEPY_TEST_DEVICES=TEST_DEVICES (default cuda,opencl)
 # replay:      run one fuzz seed (REPLAY_SEED) on REPLAY_DEVICES (default cuda), shrink it if it fails
@@ -104,6 +106,8 @@ for stage in $stages; do
         done ;;
     deldot)
         timeout 240 python3 benchmarks/gpu/deldot_run_test.py --samples 21 2>&1 | tee "$out/deldot_run_test.log" ;;
+    firproven)
+        timeout 240 python3 benchmarks/gpu/fir_proven.py --samples 31 2>&1 | tee "$out/fir_proven.log" ;;
     matvec)
         timeout 240 python3 benchmarks/gpu/matvec_isolation.py 2>&1 | tee "$out/matvec_isolation.log" ;;
     tests)

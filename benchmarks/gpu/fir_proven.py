@@ -14,6 +14,12 @@ stream), every variant interleaved, median of ``--samples``:
   unused parameters appended: an int and a pointer (what the checked build adds: its launch
   test's answer and its error record), 16 doubles (the size of the taps by value), and both.
 
+- cubepy's two CUDA sources (`CompiledKernel.source`), checked (built with ``-DCB_LAUNCH_OK=1``,
+  as the proven build is) and unchecked, compiled by ``cupy.RawModule`` with cubepy's NVRTC
+  options and launched with ``cuLaunchKernel`` on parameters packed here (the taps as 16 doubles
+  by value): the same code without cubepy's launch path, to tell a cost of the code from one of
+  the launch.
+
 Each variant's output is checked against NumPy after it is poisoned.
 """
 
@@ -62,13 +68,15 @@ def main() -> None:
     cp.ndarray((16,), cp.float64, memptr=module.get_global("taps_const"))[...] = taps_device
     inp = cp.asarray(np.random.default_rng(1).random(N + 15))
     out = cp.zeros(N)
-    err = cp.zeros(1, cp.int32)
+    err = cp.zeros(64, cp.int32)
     want = sum(c * inp[j:j + N] for j, c in enumerate(COEFFICIENTS))
     g = (N + 255) // 256
     base_args = (out, inp, np.int64(16), np.int64(N))
     unused_doubles = tuple(np.float64(k) for k in range(16))
     raw = {name: module.get_function(name) for name in ("fir_base", "fir_int_ptr", "fir_16_doubles",
                                                            "fir_16_doubles_int_ptr")}
+    raw_launch = {name: _raw_launcher(cp, source, g, out, inp, taps_host, err)
+                  for name, source in _cubepy_sources(dev, g, out, inp, taps_host).items()}
     variants = {
         "cubepy fir, NumPy taps, unchecked": lambda: fir[g, 256](out, inp, taps_host, device=dev, checked=False),
         "cubepy fir, NumPy taps, checked": lambda: fir[g, 256](out, inp, taps_host, device=dev, checked=True),
@@ -79,6 +87,7 @@ def main() -> None:
         "  + 16 doubles": lambda: raw["fir_16_doubles"]((g,), (256,), (*base_args, *unused_doubles)),
         "  + 16 doubles, int, pointer": lambda: raw["fir_16_doubles_int_ptr"](
             (g,), (256,), (*base_args, *unused_doubles, np.int32(1), err)),
+        **raw_launch,
     }
     for name, launch in variants.items():
         out[...] = cp.nan                                 # poisoned: an unwritten element fails the check
@@ -90,6 +99,35 @@ def main() -> None:
     samples = interleaved(timer, {name: (launch, 100) for name, launch in variants.items()}, opts.samples)
     print(f"{dev.properties.name}; FIR at {N} iterates; GPU time per launch (queued), median of {opts.samples}")
     print_against(samples, "Base_CUDA fir")
+
+
+def _cubepy_sources(dev, g: int, out, inp, taps) -> dict[str, tuple[str, bool]]:
+    return {f"cubepy's {'checked' if checked else 'unchecked'} source, raw launch":
+            (fir.compile(out, inp, taps, dim=256, count=g, device=dev, checked=checked).source(), checked)
+            for checked in (False, True)}
+
+
+def _raw_launcher(cp, built: tuple[str, bool], g: int, out, inp, taps, err):
+    """A launch of cubepy's FIR source through cuLaunchKernel, its parameters packed here: out,
+    its extent, inp, its extent, the taps by value, their count (and, checked, the launch test's
+    answer, 1, and the error record)."""
+    import ctypes
+
+    source, checked = built
+    options = ("--std=c++17", "-default-device", *(("-DCB_LAUNCH_OK=1",) if checked else ()))
+    function = cp.RawModule(code=source, options=options).get_function("fir")
+    function = getattr(function, "kernel", function)          # the driver-level Function
+    values = [ctypes.c_uint64(out.data.ptr), ctypes.c_int32(out.size), ctypes.c_uint64(inp.data.ptr),
+              ctypes.c_int32(inp.size), (ctypes.c_double * 16)(*taps), ctypes.c_int32(16)]
+    if checked:
+        values += [ctypes.c_int32(1), ctypes.c_uint64(err.data.ptr)]
+    pointers = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
+
+    def launch() -> None:
+        cp.cuda.driver.launchKernel(function.ptr, g, 1, 1, 256, 1, 1, 0, cp.cuda.get_current_stream().ptr,
+                                    ctypes.addressof(pointers), 0)
+    launch.keep = (values, pointers, function)          # alive as long as the launcher
+    return launch
 
 
 if __name__ == "__main__":
