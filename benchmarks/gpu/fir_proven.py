@@ -16,9 +16,9 @@ stream), every variant interleaved, median of ``--samples``:
 
 - cubepy's two CUDA sources (`CompiledKernel.source`), checked (built with ``-DCB_LAUNCH_OK=1``,
   as the proven build is) and unchecked, compiled by ``cupy.RawModule`` with cubepy's NVRTC
-  options and launched with ``cuLaunchKernel`` on parameters packed here (the taps as 16 doubles
-  by value): the same code without cubepy's launch path, to tell a cost of the code from one of
-  the launch.
+  options (strict floating point: ``--fmad=false``) and launched with ``cuLaunchKernel`` on
+  parameters packed here (the taps as 16 doubles by value): the same code without cubepy's
+  launch path, to tell a cost of the code from one of the launch.
 
 Each variant's output is checked against NumPy after it is poisoned.
 """
@@ -34,6 +34,8 @@ import numpy as np
 import cubepy as cb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: benchmarks.rajaperf
+from cubepy.backends.cstyle.flags import CUDA_FP_FLAGS  # noqa: E402
+
 from benchmarks.rajaperf.apps.fir import COEFFICIENTS, fir  # noqa: E402
 from benchmarks.rajaperf.timing import QueuedEventTimer, interleaved, print_against  # noqa: E402
 
@@ -114,7 +116,8 @@ def _raw_launcher(cp, built: tuple[str, bool], g: int, out, inp, taps, err):
     import ctypes
 
     source, checked = built
-    options = ("--std=c++17", "-default-device", *(("-DCB_LAUNCH_OK=1",) if checked else ()))
+    options = ("--std=c++17", "-default-device", "-minimal", *CUDA_FP_FLAGS[None],
+               *(("-DCB_LAUNCH_OK=1",) if checked else ()))
     function = cp.RawModule(code=source, options=options).get_function("fir")
     function = getattr(function, "kernel", function)          # the driver-level Function
     values = [ctypes.c_uint64(out.data.ptr), ctypes.c_int32(out.size), ctypes.c_uint64(inp.data.ptr),
