@@ -77,8 +77,9 @@ def main() -> None:
     unused_doubles = tuple(np.float64(k) for k in range(16))
     raw = {name: module.get_function(name) for name in ("fir_base", "fir_int_ptr", "fir_16_doubles",
                                                            "fir_16_doubles_int_ptr")}
-    raw_launch = {name: _raw_launcher(cp, source, g, out, inp, taps_host, err)
-                  for name, source in _cubepy_sources(dev, g, out, inp, taps_host).items()}
+    raw_launch = {f"{name}, {how}": _raw_launcher(cp, source, g, out, inp, taps_host, err, how)
+                  for name, source in _cubepy_sources(dev, g, out, inp, taps_host).items()
+                  for how in ("RawModule", "NVRTC cubin")}
     variants = {
         "cubepy fir, NumPy taps, unchecked": lambda: fir[g, 256](out, inp, taps_host, device=dev, checked=False),
         "cubepy fir, NumPy taps, checked": lambda: fir[g, 256](out, inp, taps_host, device=dev, checked=True),
@@ -109,17 +110,30 @@ def _cubepy_sources(dev, g: int, out, inp, taps) -> dict[str, tuple[str, bool]]:
             for checked in (False, True)}
 
 
-def _raw_launcher(cp, built: tuple[str, bool], g: int, out, inp, taps, err):
+def _raw_launcher(cp, built: tuple[str, bool], g: int, out, inp, taps, err, how: str):
     """A launch of cubepy's FIR source through cuLaunchKernel, its parameters packed here: out,
     its extent, inp, its extent, the taps by value, their count (and, checked, the launch test's
-    answer, 1, and the error record)."""
+    answer, 1, and the error record). Built by ``cupy.RawModule`` (``how="RawModule"``), or as
+    cubepy builds it: NVRTC to a cubin for the GPU's architecture, loaded as a module."""
     import ctypes
 
     source, checked = built
     options = ("--std=c++17", "-default-device", "-minimal", *CUDA_FP_FLAGS[None],
                *(("-DCB_LAUNCH_OK=1",) if checked else ()))
-    function = cp.RawModule(code=source, options=options).get_function("fir")
-    function = getattr(function, "kernel", function)          # the driver-level Function
+    module = None
+    if how == "RawModule":
+        function = cp.RawModule(code=source, options=options).get_function("fir")
+        function = getattr(function, "kernel", function)          # the driver-level Function
+    else:
+        from cupy_backends.cuda.libs import nvrtc
+
+        arch = cp.cuda.Device().compute_capability
+        prog = nvrtc.createProgram(source, "fir.cu", [], [])
+        nvrtc.compileProgram(prog, [*options, f"--gpu-architecture=sm_{arch}"])
+        module = cp.cuda.function.Module()
+        module.load(nvrtc.getCUBIN(prog))
+        nvrtc.destroyProgram(prog)
+        function = module.get_function("fir")
     values = [ctypes.c_uint64(out.data.ptr), ctypes.c_int32(out.size), ctypes.c_uint64(inp.data.ptr),
               ctypes.c_int32(inp.size), (ctypes.c_double * 16)(*taps), ctypes.c_int32(16)]
     if checked:
@@ -129,7 +143,7 @@ def _raw_launcher(cp, built: tuple[str, bool], g: int, out, inp, taps, err):
     def launch() -> None:
         cp.cuda.driver.launchKernel(function.ptr, g, 1, 1, 256, 1, 1, 0, cp.cuda.get_current_stream().ptr,
                                     ctypes.addressof(pointers), 0)
-    launch.keep = (values, pointers, function)          # alive as long as the launcher
+    launch.keep = (values, pointers, function, module)          # alive as long as the launcher
     return launch
 
 
