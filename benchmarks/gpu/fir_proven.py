@@ -18,7 +18,9 @@ stream), every variant interleaved, median of ``--samples``:
   as the proven build is) and unchecked, compiled by ``cupy.RawModule`` with cubepy's NVRTC
   options (strict floating point: ``--fmad=false``) and launched with ``cuLaunchKernel`` on
   parameters packed here (the taps as 16 doubles by value): the same code without cubepy's
-  launch path, to tell a cost of the code from one of the launch.
+  launch path, to tell a cost of the code from one of the launch; each built three ways (CuPy's
+  RawModule, NVRTC to a cubin as cubepy builds it, NVRTC to PTX for the driver's JIT), to tell
+  the launch from the build.
 
 Each variant's output is checked against NumPy after it is poisoned.
 """
@@ -26,6 +28,7 @@ Each variant's output is checked against NumPy after it is poisoned.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -79,7 +82,7 @@ def main() -> None:
                                                            "fir_16_doubles_int_ptr")}
     raw_launch = {f"{name}, {how}": _raw_launcher(cp, source, g, out, inp, taps_host, err, how)
                   for name, source in _cubepy_sources(dev, g, out, inp, taps_host).items()
-                  for how in ("RawModule", "NVRTC cubin")}
+                  for how in ("RawModule", "NVRTC cubin", "NVRTC PTX, driver JIT")}
     variants = {
         "cubepy fir, NumPy taps, unchecked": lambda: fir[g, 256](out, inp, taps_host, device=dev, checked=False),
         "cubepy fir, NumPy taps, checked": lambda: fir[g, 256](out, inp, taps_host, device=dev, checked=True),
@@ -113,8 +116,9 @@ def _cubepy_sources(dev, g: int, out, inp, taps) -> dict[str, tuple[str, bool]]:
 def _raw_launcher(cp, built: tuple[str, bool], g: int, out, inp, taps, err, how: str):
     """A launch of cubepy's FIR source through cuLaunchKernel, its parameters packed here: out,
     its extent, inp, its extent, the taps by value, their count (and, checked, the launch test's
-    answer, 1, and the error record). Built by ``cupy.RawModule`` (``how="RawModule"``), or as
-    cubepy builds it: NVRTC to a cubin for the GPU's architecture, loaded as a module."""
+    answer, 1, and the error record). Built by ``cupy.RawModule`` (``how="RawModule"``), as cubepy
+    builds it (NVRTC to a cubin for the GPU's architecture, loaded as a module; written to $OUT
+    where set), or by NVRTC to PTX that the driver compiles when it loads it."""
     import ctypes
 
     source, checked = built
@@ -128,11 +132,15 @@ def _raw_launcher(cp, built: tuple[str, bool], g: int, out, inp, taps, err, how:
         from cupy_backends.cuda.libs import nvrtc
 
         arch = cp.cuda.Device().compute_capability
+        ptx = how.startswith("NVRTC PTX")
         prog = nvrtc.createProgram(source, "fir.cu", [], [])
-        nvrtc.compileProgram(prog, [*options, f"--gpu-architecture=sm_{arch}"])
-        module = cp.cuda.function.Module()
-        module.load(nvrtc.getCUBIN(prog))
+        nvrtc.compileProgram(prog, [*options, f"--gpu-architecture={'compute' if ptx else 'sm'}_{arch}"])
+        built = nvrtc.getPTX(prog) if ptx else nvrtc.getCUBIN(prog)
         nvrtc.destroyProgram(prog)
+        if not ptx and os.environ.get("OUT"):          # for nvdisasm
+            Path(os.environ["OUT"], f"fir_{'checked' if checked else 'unchecked'}.cubin").write_bytes(built)
+        module = cp.cuda.function.Module()
+        module.load(built.encode() if isinstance(built, str) else built)
         function = module.get_function("fir")
     values = [ctypes.c_uint64(out.data.ptr), ctypes.c_int32(out.size), ctypes.c_uint64(inp.data.ptr),
               ctypes.c_int32(inp.size), (ctypes.c_double * 16)(*taps), ctypes.c_int32(16)]
