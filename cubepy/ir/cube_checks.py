@@ -624,8 +624,8 @@ def check_per_cube(kernel: Kernel, guards: bool = False, launch: bool = False) -
         decided = {}
         ok = emitter.all_of()
     count = sum(len(d) for d in hoisted.values())
-    if decided and hoisted and not isinstance(ok, Const) and _guarded_version(kernel, emitter, before, hoisted,
-                                                                             decided):
+    if decided and hoisted and _several_axes(kernel) and not isinstance(ok, Const) \
+            and _guarded_version(kernel, emitter, before, hoisted, decided):
         return count
     if isinstance(ok, Const):            # decided at compile time: no version switch
         if not ok.value:
@@ -662,6 +662,12 @@ def check_per_cube(kernel: Kernel, guards: bool = False, launch: bool = False) -
     return count
 
 
+def _several_axes(kernel: Kernel) -> bool:
+    """Whether the cube extends along two axes or more, where every cube of a row can straddle a
+    guard; along one, only the last cube of a launch does, not worth a third copy to compile."""
+    return sum(d is None or d > 1 for d in kernel.cube_dim) >= 2
+
+
 def _guarded_version(kernel: Kernel, emitter: _Emitter, before: tuple, hoisted: dict, decided: dict) -> bool:
     """Version the body three ways where guards were decided as well as accesses hoisted::
 
@@ -671,7 +677,8 @@ def _guarded_version(kernel: Kernel, emitter: _Emitter, before: tuple, hoisted: 
         else:                                             the body as it was
 
     A cube at a guard's edge then runs its accesses unchecked too: where the cube's extent does
-    not divide the array's (LTIMES' 25 of 32 units in m) that is every cube, not the last one.
+    not divide the array's (LTIMES' 25 of 32 units in m) that is every cube, not the last one
+    (so only cubes of two axes or more get it: `_several_axes`).
     False, changing nothing, where the guards' test alone is decided at compile time."""
     everything = emitter.conds
     emitter.conds = before[0]
