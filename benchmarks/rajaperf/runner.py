@@ -12,7 +12,7 @@ import numpy as np
 from .app import App, Problem
 from .checksum import TOLERANCE, agrees, kernel_checksum, show
 from .memory import memory_for
-from .timing import batch_size, interleaved, median, timer_for
+from .timing import batch_size, fair_batches, interleaved, median, timer_for
 
 SIZES = {"default": 1, "32x": 32}
 VARIANTS = ("plain", "tuned")
@@ -185,6 +185,7 @@ class KernelRun:
         for c in contenders:
             c.rep()                                   # warm: every compile happened in the check
             batches[c.label] = (c.rep, batch_size(timer, c.rep, target, self.app.default_reps))
+        batches = fair_batches(timer, batches)
         samples = interleaved(timer, batches, self.samples)
         for c in contenders:
             c.result.update(batch=batches[c.label][1], samples_s=samples[c.label],

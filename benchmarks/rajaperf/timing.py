@@ -77,14 +77,18 @@ class QueuedEventTimer(EventTimer):
     def __del__(self):
         self.cp.cuda.runtime.freeHost(self.host)
 
-    def sample(self, rep: Callable[[], None], batch: int) -> float:
+    def batch_for(self, rep: Callable[[], None], batch: int) -> int:
+        """``batch``, cut so that enqueueing that many reps takes at most ``hold_s`` of host time."""
         cap = self.host_rep_s.get(id(rep))
         if cap is None:                        # the host time of one rep, measured once
             t0 = time.perf_counter()
             rep()
             self.device.synchronize()
             cap = self.host_rep_s[id(rep)] = time.perf_counter() - t0
-        batch = max(1, min(batch, int(self.hold_s / max(cap, 1e-9))))
+        return max(1, min(batch, int(self.hold_s / max(cap, 1e-9))))
+
+    def sample(self, rep: Callable[[], None], batch: int) -> float:
+        batch = self.batch_for(rep, batch)
         for _ in range(3):
             self.flags[0] = self.flags[1] = 0
             self.hold((1,), (1,), (self.release, self.timed_out, self.cp.uint64(self.LIMIT_NS)))
@@ -120,9 +124,24 @@ def batch_size(timer, rep: Callable[[], None], target_s: float, most: int) -> in
     return max(1, min(most, int(target_s / max(one, 1e-9))))
 
 
+def fair_batches(timer, contenders: dict[str, tuple[Callable[[], None], int]]) -> dict[str, tuple]:
+    """The contenders (name -> (rep, batch)) with the batches `interleaved` takes. With the queued
+    timer, one batch for all, the least any contender gets: a sample's fixed cost (the first launch
+    after the hold, the events) weighs 1/batch on each of its launches, and a contender whose host
+    path is slower was cut to fewer launches a sample (FIR's cubepy ports read 1-2% slower than the
+    same kernel launched raw at 8 us a launch; at equal batches 0.5-1%: benchmarks/gpu/fir_proven.py,
+    docs/benchmarks.md, "The twenty-fourth session")."""
+    batch_for = getattr(timer, "batch_for", None)
+    if batch_for is None or not contenders:
+        return dict(contenders)
+    common = min(batch_for(rep, batch) for rep, batch in contenders.values())
+    return {name: (rep, common) for name, (rep, _) in contenders.items()}
+
+
 def interleaved(timer, contenders: dict[str, tuple[Callable[[], None], int]], samples: int) -> dict[str, list[float]]:
     """``samples`` samples of each contender (name -> (rep, batch)), taken in turns, rotating who
-    goes first. Returns seconds per rep, per sample."""
+    goes first, with `fair_batches`. Returns seconds per rep, per sample."""
+    contenders = fair_batches(timer, contenders)
     names = list(contenders)
     out = {name: [] for name in names}
     for round_ in range(samples):

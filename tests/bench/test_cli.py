@@ -66,3 +66,30 @@ def test_the_queued_timer_is_for_cuda_and_host_devices_keep_the_host_clock():
         pytest.skip(f"no OpenCL device: {opencl.reason}")
     with pytest.raises(ValueError, match="needs a CUDA device"):
         timer_for(opencl, "queued")
+
+
+def test_the_queued_timer_gives_every_contender_the_least_batch():
+    """With the queued timer a sample's fixed cost weighs 1/batch on each launch, so every
+    contender of a comparison takes one batch, the least the host's pace allows any of them;
+    other timers keep each contender's own."""
+    from benchmarks.rajaperf.timing import HostTimer, fair_batches, interleaved
+
+    class Queued:                           # the queued timer's batch rule, host times made up
+        def __init__(self):
+            self.host_s, self.seen = {}, []
+
+        def batch_for(self, rep, batch):
+            return max(1, min(batch, int(0.002 / self.host_s[rep])))
+
+        def sample(self, rep, batch):
+            self.seen.append((rep, self.batch_for(rep, batch)))
+            return 1e-6
+
+    timer = Queued()
+    fast, slow = (lambda: None), (lambda: None)
+    timer.host_s = {fast: 10e-6, slow: 40e-6}                # 200 and 50 reps in the hold
+    contenders = {"fast": (fast, 100), "slow": (slow, 100)}
+    assert fair_batches(timer, contenders) == {"fast": (fast, 50), "slow": (slow, 50)}
+    interleaved(timer, contenders, 3)
+    assert {batch for _, batch in timer.seen} == {50}
+    assert fair_batches(HostTimer(), {"a": (fast, 7), "b": (slow, 9)}) == {"a": (fast, 7), "b": (slow, 9)}
