@@ -126,11 +126,11 @@ def batch_size(timer, rep: Callable[[], None], target_s: float, most: int) -> in
 
 def fair_batches(timer, contenders: dict[str, tuple[Callable[[], None], int]]) -> dict[str, tuple]:
     """The contenders (name -> (rep, batch)) with the batches `interleaved` takes. With the queued
-    timer, one batch for all, the least any contender gets: a sample's fixed cost (the first launch
-    after the hold, the events) weighs 1/batch on each of its launches, and a contender whose host
-    path is slower was cut to fewer launches a sample (FIR's cubepy ports read 1-2% slower than the
-    same kernel launched raw at 8 us a launch; at equal batches 0.5-1%: benchmarks/gpu/fir_proven.py,
-    docs/benchmarks.md, "The twenty-fourth session")."""
+    timer, one batch for all, the least any contender gets: a contender whose host path is slower
+    was cut to fewer launches a sample, and whatever a sample costs beyond its launches weighed more
+    on each (FIR's cubepy ports read 1-2% slower than the same kernel launched raw at 8 us a launch;
+    0.5-1% at equal batches: benchmarks/gpu/fir_proven.py, docs/benchmarks.md, "The twenty-fourth
+    session")."""
     batch_for = getattr(timer, "batch_for", None)
     if batch_for is None or not contenders:
         return dict(contenders)
