@@ -636,13 +636,7 @@ def check_per_cube(kernel: Kernel, guards: bool = False, launch: bool = False) -
                 op.args = (Const(decided[id(op)], Type(bool_)), *op.args[1:])
         return count
     test = launch_test(kernel, hoisted, emitter.nowrap) if launch and not decided else None
-    var_map: dict[int, Var] = {}
-    fast = _clone_block(kernel.body, {}, var_map)
-    kernel.vars.extend(var_map.values())
-    for original, copy in zip(list(walk(kernel.body)), walk(fast)):
-        _mark(copy, hoisted.get(id(original), ()), id(original) in emitter.nowrap)
-        if id(original) in decided:
-            copy.args = (Const(decided[id(original)], Type(bool_)), *copy.args[1:])
+    fast = _fast_copy(kernel, hoisted, emitter.nowrap, decided)
     loc = kernel.body.ops[0].loc if kernel.body.ops else None
     if test is None:
         kernel.body = Block([*emitter.ops, Op("if", (ok,), None, {"cube_checks": True}, (fast, kernel.body), loc)])
@@ -660,6 +654,19 @@ def check_per_cube(kernel: Kernel, guards: bool = False, launch: bool = False) -
         Op("load_var", (decision,), in_bounds, loc=loc),
         Op("if", (in_bounds,), None, {"cube_checks": True}, (fast, kernel.body), loc)])
     return count
+
+
+def _fast_copy(kernel: Kernel, hoisted: dict, nowrap: set, decided: dict) -> Block:
+    """A copy of the body with its own locals: the ``hoisted`` access dimensions unchecked, the
+    ``nowrap`` ops marked, the ``decided`` guards constant."""
+    var_map: dict[int, Var] = {}
+    copy_body = _clone_block(kernel.body, {}, var_map)
+    kernel.vars.extend(var_map.values())
+    for original, copy in zip(list(walk(kernel.body)), walk(copy_body)):
+        _mark(copy, hoisted.get(id(original), ()), id(original) in nowrap)
+        if id(original) in decided:
+            copy.args = (Const(decided[id(original)], Type(bool_)), *copy.args[1:])
+    return copy_body
 
 
 def _several_axes(kernel: Kernel) -> bool:
@@ -689,18 +696,9 @@ def _guarded_version(kernel: Kernel, emitter: _Emitter, before: tuple, hoisted: 
     if isinstance(passing, Const) or (isinstance(inside, Const) and not inside.value):
         return False
     loc = kernel.body.ops[0].loc if kernel.body.ops else None
-    versions = []
-    for nowrap, folded in ((emitter.nowrap, decided), (before[1], {})):
-        var_map: dict[int, Var] = {}
-        version = _clone_block(kernel.body, {}, var_map)
-        kernel.vars.extend(var_map.values())
-        for original, copy in zip(list(walk(kernel.body)), walk(version)):
-            _mark(copy, hoisted.get(id(original), ()), id(original) in nowrap)
-            if id(original) in folded:
-                copy.args = (Const(folded[id(original)], Type(bool_)), *copy.args[1:])
-        versions.append(version)
+    versions = (_fast_copy(kernel, hoisted, emitter.nowrap, decided), _fast_copy(kernel, hoisted, before[1], {}))
     # no cube_checks mark: both sides are unchecked, and a per-run pass versions both
-    by_guards = Op("if", (passing,), None, {}, tuple(versions), loc)
+    by_guards = Op("if", (passing,), None, {}, versions, loc)
     if isinstance(inside, Const):            # every access inside at compile time: no checked copy
         kernel.body = Block([*emitter.ops, by_guards])
     else:
