@@ -36,6 +36,7 @@ class Quirks:
     f32_through_f64_exact: bool = False   # f32(f64(a) / f64(b)) and f32(sqrt(f64(x))) are
     flushes_f32_subnormals: bool = True   # f32 arithmetic and comparisons take subnormals as 0
     folds_f16_rounding: bool = True   # f32(f16(x)) becomes x: f16 results are not rounded
+    sext_compare_wrong: bool = True   # i64(x) < 7 of an i32 x is wrong (false for x = 0)
 
 
 
@@ -108,6 +109,16 @@ def _srem_wrong(state) -> bool:
     return [int(v) for v in got] != [int(np.fmod(a, b)) for a, b in pairs.reshape(-1, 2)]
 
 
+def _sext_compare_wrong(state) -> bool:
+    """Whether an ordered compare of a sign-extended i32 with an i64 constant goes wrong (lavapipe:
+    ``i64(x) < 7li`` false for every x in 0..15, ``i64(x) > 7li`` true)."""
+    x = np.array([-9, -1, 0, 3, 6, 7, 8, 100], np.int32)
+    got = _run(state, f"for (var k = 0u; k < {len(x)}u; k++) {{\n"
+                      "  out[k] = select(0u, 1u, i64(in0[k]) < 7li) | select(0u, 2u, i64(in0[k]) > -2li);\n}",
+               [x], len(x))
+    return [int(v) for v in got] != [int(v < 7) | 2 * int(v > -2) for v in x]
+
+
 def _div_sqrt(state, f64: bool) -> tuple[bool, bool]:
     """(f32 / or sqrt is not correctly rounded, both are through f64): NumPy's f32 division and
     square root are IEEE's."""
@@ -151,7 +162,8 @@ def probe_quirks(state) -> Quirks:
                       folds_inexact=_folds_inexact(state), srem_wrong=_srem_wrong(state),
                       f32_div_sqrt_inexact=inexact, f32_through_f64_exact=through,
                       flushes_f32_subnormals=_flushes_subnormals(state),
-                      folds_f16_rounding="shader-f16" in state.features and _folds_f16_rounding(state))
+                      folds_f16_rounding="shader-f16" in state.features and _folds_f16_rounding(state),
+                      sext_compare_wrong="shader-int64" in state.features and _sext_compare_wrong(state))
     except Exception:         # an adapter that cannot run the probe: assume the worst of it
         return worst(f64)
 

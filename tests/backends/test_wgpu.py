@@ -291,6 +291,44 @@ def test_arithmetic_workarounds_keep_the_meaning_of_every_device(dev, workaround
     np.testing.assert_array_equal(outs["wgpu"][0][3::5], x / y + np.sqrt(np.abs(z)))
 
 
+@cb.func
+def folded_seven():
+    return cb.min(cb.u32(7) or (cb.u32(7) >> cb.u32(7)), cb.u32(7))     # 7, which the driver folds
+
+
+@cb.kernel
+def wide_orders(a: Array[i32], out: Mut[Array[i32]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(a):
+        x, t = cb.i64(a[i]), cb.i64(cb.UNIT_POS_X)
+        seven = cb.i64(folded_seven())
+        out[6 * i] = i32(x < seven) + 2 * i32(x >= seven) + 4 * i32(seven > x) + 8 * i32(seven <= x)
+        out[6 * i + 1] = i32(x < 7) + 2 * i32(x > -2) + 4 * i32(x <= 2**40) + 8 * i32(-3 >= x)
+        out[6 * i + 2] = i32(t < seven) + 2 * i32(t > seven) + 4 * i32(t <= 3)
+        out[6 * i + 3] = i32(cb.select(t < seven, f64(7), f64(1)) < 2.0)
+        out[6 * i + 4] = i32(cb.min(x, seven)) + i32(cb.max(x, cb.i64(-2)))
+        out[6 * i + 5] = i32(x == seven) + 2 * i32(x != cb.i64(-1))
+
+
+@pytest.mark.parametrize("workarounds", ["probed", "all"])
+def test_a_widened_i32_orders_against_i64_constants_as_everywhere(dev, workarounds, rng):
+    """lavapipe ordered ``i64(x) < 7`` wrongly for a sign-extended i32 ``x``, the 7 a literal or a
+    constant it folded itself (fuzz seed 562420114): both give the interpreter's answers."""
+    target = cb.device("wgpu", workarounds=workarounds)
+    if not target.properties.supports("int64"):
+        pytest.skip("the adapter has no 64-bit integers")
+    a = rng.integers(-12, 12, 256).astype(np.int32)
+    a[:6] = (-2**31, 2**31 - 1, 7, 6, -2, -3)
+    outs = []
+    for d in (target, cb.device("interp")):
+        out = np.full(6 * 256, -12345, np.int32)
+        wide_orders[4, 64](a, out, device=d)
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    x = a.astype(np.int64)
+    np.testing.assert_array_equal(outs[0][0::6], (x < 7) + 2 * (x >= 7) + 4 * (x < 7) + 8 * (x >= 7))
+
+
 def test_forced_workarounds_are_rendered_and_named(dev):
     forced = cb.device("wgpu", workarounds="all")
     assert "(all workarounds)" in forced.properties.name

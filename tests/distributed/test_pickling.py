@@ -15,7 +15,7 @@ import pytest
 import cubepy as cb
 from tests.kernels import saxpy
 
-cloudpickle = pytest.importorskip("cloudpickle")
+cloudpickle = pytest.importorskip("cloudpickle", exc_type=ModuleNotFoundError)
 ROOT = Path(__file__).resolve().parents[2]
 
 # A script whose kernels live in __main__ (so they pickle by value): every kind of parameter, a

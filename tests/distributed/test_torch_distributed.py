@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import subprocess_env
 
-pytest.importorskip("torch")
+pytest.importorskip("torch", exc_type=ModuleNotFoundError)
 ROOT = Path(__file__).resolve().parents[2]
 
 
