@@ -143,11 +143,12 @@ def test_the_shrinker_keeps_the_failure_and_drops_the_rest():
     assert fails(small) and small.size() <= 2, small.source()
 
 
-@pytest.mark.parametrize("target", ["cpu-p8-O1"])
+@pytest.mark.parametrize("target", ["cpu-p8-O0"])
 def test_a_planted_miscompile_is_caught_and_shrunk(monkeypatch, target):
     """A wrong result on one device (here: every i32 xor on the CPU backend made an or) is found.
     Not an add: with loop counters counting down, the kernels ran until the fuzzer's loop cap (the
-    test took 280 s)."""
+    test took 280 s). At LLVM -O0: the planted bug is in what cubepy emits, and shrinking it at -O1
+    took 100 of CI's 1,330 s."""
     from cubepy.backends.cpu import expr
 
     from .campaign import check
