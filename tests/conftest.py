@@ -25,6 +25,8 @@ PLANE_SIZES = {"interp": (1, 8, 16, 32, 64, "cubes"), "cpu": (1, 8, 32, 64, "avx
                "cuda": (None, "resident"),
                "hip": (None,)}
 _SEED = int(os.environ.get("CUBEPY_TEST_SEED") or np.random.SeedSequence().entropy % 2**32)
+# pytest-xdist's workers start after this import and inherit the environment: one seed for all
+os.environ["CUBEPY_TEST_SEED"] = str(_SEED)
 
 
 def pytest_configure(config):

@@ -111,23 +111,47 @@ _fsum3 = np.frompyfunc(lambda p, e, c: math.fsum((p, e, c)), 3, 1)
 
 def _fma64(a, b, c):
     """Exact f64 fma: the product's exact error by Veltkamp splitting, the three-term sum rounded
-    once by math.fsum; non-finite or huge operands take IEEE's a * b + c."""
-    p = a * b
-    split = 134217729.0                                   # 2**27 + 1
-    ta, tb = split * a, split * b
-    ah, bh = ta - (ta - a), tb - (tb - b)
-    al, bl = a - ah, b - bh
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    safe = np.isfinite(p) & np.isfinite(e) & np.isfinite(c) & (np.abs(a) < 1e150) & (np.abs(b) < 1e150)
-    safe = safe & ((p == 0) | (np.abs(p) > 1e-290))      # no underflow in the product
-    if not safe.any():
-        return p + c
-    shape = np.broadcast_shapes(p.shape, np.shape(c))
-    exact = np.asarray(_fsum3(*(np.broadcast_to(np.where(safe, v, 0.0), shape) for v in (p, e, c))), np.float64)
-    # an exact zero: fsum has no -0.0; with an exact product IEEE's p + c gives the sign (-0.0 only
-    # for two negative zeros), and non-zero terms that cancel give +0.0
-    exact = np.where(exact == 0, np.where(e == 0, p + c, 0.0), exact)
-    return np.where(safe, exact, p + c)
+    once by math.fsum; where a step could overflow or underflow, the exact rational rounded once
+    (`_fma_exact`). Non-finite operands take IEEE's ``a * b + c``, but a finite product plus an
+    infinite ``c`` is ``c`` (``a * b`` may overflow where the exact product does not)."""
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
+    a, b, c = (np.array(np.broadcast_to(v, shape), np.float64).reshape(-1) for v in (a, b, c))
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = a * b
+        split = 134217729.0                                   # 2**27 + 1
+        ta, tb = split * a, split * b
+        ah, bh = ta - (ta - a), tb - (tb - b)
+        al, bl = a - ah, b - bh
+        e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+        finite = np.isfinite(a) & np.isfinite(b)
+        out = np.where(finite & np.isinf(c), c, p + c)
+    finite &= np.isfinite(c)
+    exact_product = (a == 0) | (b == 0)
+    fast = finite & (np.abs(a) < 1e150) & (np.abs(b) < 1e150) & (np.abs(c) < 1e300) & (
+        exact_product | ((np.abs(p) > 1e-290) & (np.abs(p) < 1e300)))
+    if fast.any():
+        summed = np.asarray(_fsum3(p[fast], e[fast], c[fast]), np.float64)
+        # an exact zero: fsum has no -0.0; with an exact product IEEE's p + c gives the sign (-0.0
+        # only for two negative zeros), and non-zero terms that cancel give +0.0
+        out[fast] = np.where(summed == 0, np.where(e[fast] == 0, p[fast] + c[fast], 0.0), summed)
+    for k in np.nonzero(finite & ~fast)[0]:
+        out[k] = _fma_exact(float(a[k]), float(b[k]), float(c[k]))
+    return out.reshape(shape)
+
+
+def _fma_exact(a: float, b: float, c: float) -> float:
+    """``a * b + c`` of finite floats rounded once to f64 (Python's int division rounds correctly,
+    subnormals and overflow included)."""
+    from fractions import Fraction
+
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:
+        return a * b + c if a * b == 0 and (a == 0 or b == 0) else 0.0
+    try:
+        value = exact.numerator / exact.denominator
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+    return value if value != 0 else (-0.0 if exact < 0 else 0.0)
 
 
 UNARY = {

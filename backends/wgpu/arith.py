@@ -368,18 +368,61 @@ class WgslArithmetic(F64Math, Arithmetic):
         """a * b + c rounded once. WGSL's fma may round twice (Vulkan lets GLSL.std.450 Fma be a
         multiply and an add; lavapipe does so), so: Dekker's exact product, an exact sum, and the
         low parts added rounded to odd (Boldo and Melquiond, "Emulation of FMA and correctly rounded
-        sums", 2008). Zeros, infinities and NaNs take the plain expression, which is exact there.
-        Where the probe found the adapter's fma rounds once (NVIDIA's driver), that fma."""
+        sums", 2008), in a range where no step overflows (`_fma_core`). Infinities and NaNs take the
+        plain expression, which is exact there, but for an infinite ``c`` after a finite product
+        (``c``: ``a * b`` may overflow); a zero ``c`` gives the product (whose sign a sum with
+        ``+0.0`` could lose). Where the probe found the adapter's fma rounds once (NVIDIA's
+        driver), that fma."""
         dtype = _F32 if dtype.name == "f16" else dtype
         if self.quirks.fma_f64_exact if dtype.name == "f64" else self.quirks.fma_f32_exact:
             return "fma"
         t = self._c(dtype)
+        zero, half, two = self._lit(0.0, dtype), self._lit(0.5, dtype), self._lit(2.0, dtype)
+        emax = 1023 if dtype.bits == 64 else 127
+        big, tiny = self._lit(2.0 ** (emax - 1), dtype), self._lit(2.0 ** -100, dtype)
+        core = self._fma_core(dtype)
+
+        def finite(x: str) -> str:
+            return self._isfinite(x, dtype)
+        plain = self._sum("p", "+", "c", dtype)
+        # a product or c from 2**(emax - 1) up (the product overflowed, perhaps): the larger factor
+        # and c halved (exact: neither is subnormal there, and a tiny c only breaks a tie, by its
+        # sign), the result doubled; a halved product still infinite is the exact one's overflow
+        body = (f"let p = {self._mul_exact('a', 'b', dtype)};\n"
+                f"  if (!{finite('a')} || !{finite('b')} || !{finite('c')}) {{\n"
+                f"    if ({finite('a')} && {finite('b')} && !{self._isnan('c', dtype)}) {{ return c; }}\n"
+                f"    return {plain};\n  }}\n"
+                f"  if (a == {zero} || b == {zero}) {{ return {plain}; }}\n"
+                f"  if (c == {zero}) {{ return p; }}\n"
+                f"  if (p == {zero}) {{ return c; }}\n"
+                f"  if (abs(p) < {big} && abs(c) < {big}) {{ return {core}(a, b, c); }}\n"
+                f"  let ch = select(c * {half}, c, abs(c) < {tiny});\n"
+                f"  let ah = select(a, a * {half}, abs(a) >= abs(b));\n"
+                f"  let bh = select(b * {half}, b, abs(a) >= abs(b));\n"
+                f"  let ph = ah * bh;\n"
+                f"  if (!{finite('ph')}) {{ return ph; }}\n"
+                f"  return {core}(ah, bh, ch) * {two};")
+        return self._fn_helper(f"cb_fma_{dtype.name}", f"a: {t}, b: {t}, c: {t}", t, body)
+
+    def _mul_exact(self, x: str, y: str, dtype: DType) -> str:
+        """A product never fused, folded or simplified."""
+        product = f"({x} * {y})"
+        return self._hidden(product, dtype) if self.quirks.folds_inexact or self.quirks.contracts else product
+
+    def _fma_core(self, dtype: DType) -> str:
+        """The emulated fma of finite non-zero a, b, c whose product and c are below 2**(emax - 1)
+        (no sum overflows): a factor from 2**100 (f32; 2**900 for f64) up is scaled down and the
+        other up by the same power of two, so that Veltkamp's split (times 2**12 + 1, 2**27 + 1)
+        cannot overflow."""
+        t = self._c(dtype)
         word = DTYPES_BY_NAME[f"u{dtype.bits}"]
         zero, one = self._lit(0.0, dtype), self._lit(1, word)
         split = self._lit(float(2 ** (27 if dtype.bits == 64 else 12) + 1), dtype)
-        def mul(x: str, y: str) -> str:        # exact products, never fused, folded or simplified
-            product = f"({x} * {y})"
-            return self._hidden(product, dtype) if self.quirks.folds_inexact or self.quirks.contracts else product
+        large = self._lit(2.0 ** (900 if dtype.bits == 64 else 100), dtype)
+        down, up = (self._lit(2.0 ** k, dtype) for k in ((-450, 450) if dtype.bits == 64 else (-64, 64)))
+
+        def mul(x: str, y: str) -> str:
+            return self._mul_exact(x, y, dtype)
 
         def add(x: str, y: str) -> str:
             return self._sum(x, "+", y, dtype)
@@ -387,9 +430,10 @@ class WgslArithmetic(F64Math, Arithmetic):
         def sub(x: str, y: str) -> str:
             return self._sum(x, "-", y, dtype)
         low_product = add(add(add(sub(mul("ah", "bh"), "p"), mul("ah", "bl")), mul("al", "bh")), mul("al", "bl"))
-        body = (f"let p = {mul('a', 'b')};\n"
-                f"  if (p == {zero} || c == {zero} || !{self._isfinite('p', dtype)} || !{self._isfinite('c', dtype)}) "
-                f"{{ return {add('p', 'c')}; }}\n"
+        body = (f"var a = a_in;\n  var b = b_in;\n"
+                f"  if (abs(a) >= {large}) {{ a = a * {down}; b = b * {up}; }}\n"
+                f"  if (abs(b) >= {large}) {{ b = b * {down}; a = a * {up}; }}\n"
+                f"  let p = {mul('a', 'b')};\n"
                 f"  let ga = {mul('a', split)};\n  let ah = {sub('ga', sub('ga', 'a'))};\n"
                 f"  let al = {sub('a', 'ah')};\n"
                 f"  let gb = {mul('b', split)};\n  let bh = {sub('gb', sub('gb', 'b'))};\n"
@@ -403,7 +447,7 @@ class WgslArithmetic(F64Math, Arithmetic):
                 f"  if (e != {zero} && (odd & {one}) == {self._lit(0, word)}) {{\n"
                 f"    odd = select(odd - {one}, odd + {one}, (e > {zero}) == (v > {zero}));\n  }}\n"
                 f"  return {add('sh', f'bitcast<{t}>(odd)')};")
-        return self._fn_helper(f"cb_fma_{dtype.name}", f"a: {t}, b: {t}, c: {t}", t, body)
+        return self._fn_helper(f"cb_fma_core_{dtype.name}", f"a_in: {t}, b_in: {t}, c: {t}", t, body)
 
 
 __all__ = ["WgslArithmetic"]

@@ -148,7 +148,7 @@ def _flushes_subnormals(state) -> bool:
 def _folds_f16_rounding(state) -> bool:
     x = np.array([1.0 + 2.0 ** -20], np.float32)
     got = _run(state, "out[0] = bitcast<u32>(f32(f16(in0[0])) - in0[0]);", [x], 1, enable="enable f16;\n")
-    return got.view(np.float32)[0] == 0.0
+    return bool(got.view(np.float32)[0] == 0.0)
 
 
 def probe_quirks(state) -> Quirks:

@@ -419,6 +419,86 @@ def _round_fraction(q):
     return guess
 
 
+def _fma_edges(rng, dtype):
+    """(a, b, c) triples at the ends of the range, where an emulated fma's steps overflow or
+    underflow: huge factors (Veltkamp's split overflows), products near or past the largest float
+    that c brings back, an infinite c after an overflowing product, a zero c after an underflowing
+    product, a product halfway between two floats that only a tiny c decides, a huge c."""
+    fi = np.finfo(dtype)
+    emax, big = fi.maxexp - 1, fi.max
+    mant = fi.nmant + 1
+    r = lambda n: rng.uniform(1.0, 2.0, n)                              # noqa: E731
+    a, b, c = [], [], []
+
+    def add(x, y, z):
+        a.extend(np.asarray(x, dtype).ravel())
+        b.extend(np.asarray(y, dtype).ravel())
+        c.extend(np.asarray(z, dtype).ravel())
+    n = 8
+    # a huge factor times a small one, c cancelling the product
+    x, y = (r(n) * 2.0 ** (emax - 8)).astype(dtype), (r(n) * 2.0 ** -(emax - 20)).astype(dtype)
+    add(x, y, -(x.astype(np.float64) * y).astype(dtype) * np.dtype(dtype).type(1 + 2 * fi.eps))
+    add(y, x, -(x.astype(np.float64) * y).astype(dtype))
+    # products just below the largest float, c cancelling most of them
+    x = (r(n) * 2.0 ** (emax // 2)).astype(dtype)
+    y = (np.float64(big) / x.astype(np.float64) * (1 - rng.uniform(0, 2.0 ** -12, n))).astype(dtype)
+    p = x.astype(np.float64) * y
+    add(x, y, -(p * (1 - rng.uniform(0, 2.0 ** -20, n))).astype(dtype))
+    add(-x, y, (p * rng.uniform(0.25, 0.5, n)).astype(dtype))
+    # a product past the largest float: c brings it back, or not
+    add([big, big, -big, big], [1.5, 4.0, 1.25, 1.0 + fi.eps], [-big, -big, big, -big])
+    add([big, -big], [2.0, 2.0], [-np.inf, -np.inf])                    # c itself
+    # a product that underflows to a signed zero, plus a zero
+    tiny = fi.smallest_normal
+    add([-tiny, tiny, -tiny], [tiny, tiny, -tiny], [0.0, -0.0, 0.0])
+    # a product halfway between two floats, decided by the sign of a tiny c (also at the top)
+    h = 1.0 + 2.0 ** -(mant // 2 + 1)
+    for scale in (1.0, 2.0 ** (emax // 2)):
+        x = np.float64(h * scale)
+        add([x, x, x, -x], [x, x, x, x], [2.0 ** -120, -(2.0 ** -120), 0.0, 2.0 ** -120])
+    # a huge c, the product moderate
+    x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    add(x, y, (r(n) * 2.0 ** (emax - 1) * rng.choice([-1, 1], n)).astype(dtype))
+    return (np.array(v, dtype) for v in (a, b, c))
+
+
+def _fma_reference(x, y, z, dtype) -> np.generic:
+    """``x * y + z`` of floats rounded once to ``dtype`` (IEEE 754 fusedMultiplyAdd, to nearest)."""
+    from fractions import Fraction
+
+    t = np.dtype(dtype).type
+    if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return z if np.isfinite(x) and np.isfinite(y) and np.isinf(z) else t(t(x) * t(y) + t(z))
+    q = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+    if q == 0:
+        return t(t(x) * t(y) + t(z)) if x == 0 or y == 0 else t(0.0)
+    fi = np.finfo(dtype)
+    overflow = Fraction(2) ** (fi.maxexp) - Fraction(2) ** (fi.maxexp - fi.nmant - 2)      # max + half an ulp
+    if abs(q) >= overflow:
+        return t(np.inf if q > 0 else -np.inf)
+    if t is np.float64:
+        v = q.numerator / q.denominator
+        return t(v if v != 0 else (-0.0 if q < 0 else 0.0))
+    v = _round_fraction(q)
+    return v if v != 0 else t(-0.0 if q < 0 else 0.0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fma_rounds_once_at_the_ends_of_the_range(dev, rng, dtype):
+    """Where the steps of an emulated fma would overflow or underflow (WebGPU's, the
+    interpreter's f64 one) every device still gives IEEE's fusedMultiplyAdd (fuzz seed
+    625000186: ``fma(100.0, 1e36, 1.0)`` was NaN on lavapipe)."""
+    require_dtype(dev, dtype)
+    a, b, c = _fma_edges(rng, dtype)
+    o = poisoned(len(a), dtype)
+    fused.launch(1, 128, a, b, c, o, device=dev)
+    want = np.array([_fma_reference(x, y, z, dtype) for x, y, z in zip(a, b, c)], dtype)
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    wrong = np.nonzero(o.view(bits) != want.view(bits))[0]
+    assert not len(wrong), [(a[k], b[k], c[k], o[k], want[k]) for k in wrong[:6]]
+
+
 @cb.kernel
 def fused_scalars(o: Mut[Array[f64]], a: f64, b: f64, c: f64):
     o[cb.ABSOLUTE_POS] = cb.fma(a, b, c)       # the same on every unit (the interpreter's 0-d values)
