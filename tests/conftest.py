@@ -124,3 +124,15 @@ def subprocess_env(**extra: str) -> dict:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+# The longest files first: pytest-xdist hands files to its workers in collection order, and the
+# fuzzer's CI budget (minutes, on its own process pool) started last finished last.
+_FIRST = ("tests/fuzz/test_fuzz.py", "tests/gpu/test_compile_all_kernels.py", "tests/bench/test_cuda_source.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item) -> int:
+        path = item.nodeid.split("::")[0]
+        return _FIRST.index(path) if path in _FIRST else len(_FIRST)
+    items.sort(key=rank)
