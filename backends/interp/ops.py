@@ -146,7 +146,7 @@ def _fma_exact(a: float, b: float, c: float) -> float:
 
     exact = Fraction(a) * Fraction(b) + Fraction(c)
     if exact == 0:
-        return a * b + c if a * b == 0 and (a == 0 or b == 0) else 0.0
+        return a * b + c if a == 0 or b == 0 else 0.0      # IEEE: zeros keep their signs, a cancellation is +0.0
     try:
         value = exact.numerator / exact.denominator
     except OverflowError:
