@@ -424,6 +424,8 @@ def _fma_edges(rng, dtype):
     underflow: huge factors (Veltkamp's split overflows), products near or past the largest float
     that c brings back, an infinite c after an overflowing product, a zero c after an underflowing
     product, a product halfway between two floats that only a tiny c decides, a huge c."""
+    from fractions import Fraction
+
     fi = np.finfo(dtype)
     emax, big = fi.maxexp - 1, fi.max
     mant = fi.nmant + 1
@@ -452,14 +454,27 @@ def _fma_edges(rng, dtype):
     tiny = fi.smallest_normal
     add([-tiny, tiny, -tiny], [tiny, tiny, -tiny], [0.0, -0.0, 0.0])
     # a product halfway between two floats, decided by the sign of a tiny c (also at the top)
-    h = 1.0 + 2.0 ** -(mant // 2 + 1)
+    # ((1 + 2**-i) * (1 + 2**-j) = 1 + 2**-i + 2**-j + 2**-mant with i + j = mant: half an ulp over)
     for scale in (1.0, 2.0 ** (emax // 2)):
-        x = np.float64(h * scale)
-        add([x, x, x, -x], [x, x, x, x], [2.0 ** -120, -(2.0 ** -120), 0.0, 2.0 ** -120])
+        x, y = (1.0 + 2.0 ** -(mant // 2)) * scale, (1.0 + 2.0 ** -(mant - mant // 2)) * scale
+        add([x, x, x, -x], [y, y, y, y], [2.0 ** -120, -(2.0 ** -120), 0.0, 2.0 ** -120])
+        assert _is_midpoint(Fraction(x) * Fraction(y), dtype)
     # a huge c, the product moderate
     x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
     add(x, y, (r(n) * 2.0 ** (emax - 1) * rng.choice([-1, 1], n)).astype(dtype))
     return (np.array(v, dtype) for v in (a, b, c))
+
+
+def _is_midpoint(q, dtype) -> bool:
+    """Whether the rational ``q`` lies exactly halfway between two neighbouring floats of ``dtype``."""
+    from fractions import Fraction
+
+    t = np.dtype(dtype).type
+    low = t(float(q))
+    if Fraction(float(low)) > q:
+        low = np.nextafter(low, t(-np.inf))
+    high = np.nextafter(low, t(np.inf))
+    return Fraction(float(low)) + Fraction(float(high)) == 2 * q
 
 
 def _fma_reference(x, y, z, dtype) -> np.generic:
