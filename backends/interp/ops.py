@@ -90,15 +90,21 @@ def _fma(a, b, c):
     if a.dtype.itemsize == 8:
         return _fma64(a, b, c)
     # f32/f16: the product is exact in f64; the f64 sum is rounded, and rounding it again to the
-    # narrow type is wrong only when the sum lands on a midpoint of the narrow type: then the
-    # sum's exact error (TwoSum) says which neighbour the exact result is nearer to
+    # narrow type is wrong only when the sum lands on a midpoint of the narrow type (the overflow
+    # threshold included): then the sum's exact error (TwoSum) says which neighbour the exact
+    # result is nearer to
     a64, b64, c64 = (np.asarray(v, np.float64) for v in (a, b, c))
     p = a64 * b64
     s = p + c64
     bb = s - p
     t = (p - (s - bb)) + (c64 - bb)
-    r = s.astype(a.dtype)
+    with np.errstate(over="ignore"):
+        r = s.astype(a.dtype)
     back = r.astype(np.float64)
+    # a finite sum rounded to infinity stands for the next power of two past the largest float:
+    # the midpoint between the two is the rounding threshold, where the same rule decides
+    top = np.ldexp(1.0, np.finfo(a.dtype).maxexp)
+    back = np.where(np.isinf(back) & np.isfinite(s), np.copysign(top, s), back)
     toward = np.where(back < s, np.inf, -np.inf).astype(a.dtype)
     n = np.nextafter(r, toward)
     midpoint = s == (back + n.astype(np.float64)) / 2

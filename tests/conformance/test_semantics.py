@@ -411,8 +411,15 @@ def _round_fraction(q):
     """The f32 nearest to the rational q (ties to even), by comparing with both neighbours."""
     from fractions import Fraction
 
-    guess = np.float32(float(q))
-    for candidate in (np.nextafter(guess, np.float32(-np.inf)), np.nextafter(guess, np.float32(np.inf))):
+    fi = np.finfo(np.float32)
+    if abs(q) >= Fraction(float(fi.max)) + 2 ** (fi.maxexp - fi.nmant - 2):   # max + half an ulp
+        return np.float32(np.inf if q > 0 else -np.inf)
+    with np.errstate(over="ignore"):
+        guess = np.clip(np.float32(float(q)), -fi.max, fi.max)             # q's f64 may round up to the threshold
+        neighbours = (np.nextafter(guess, np.float32(-np.inf)), np.nextafter(guess, np.float32(np.inf)))
+    for candidate in neighbours:
+        if np.isinf(candidate):
+            continue
         d_c, d_g = abs(Fraction(float(candidate)) - q), abs(Fraction(float(guess)) - q)
         if d_c < d_g or (d_c == d_g and int(candidate.view(np.uint32)) % 2 == 0):
             guess = candidate
@@ -459,6 +466,14 @@ def _fma_edges(rng, dtype):
         x, y = (1.0 + 2.0 ** -(mant // 2)) * scale, (1.0 + 2.0 ** -(mant - mant // 2)) * scale
         add([x, x, x, -x], [y, y, y, y], [2.0 ** -120, -(2.0 ** -120), 0.0, 2.0 ** -120])
         assert _is_midpoint(Fraction(x) * Fraction(y), dtype)
+    # a product exactly halfway between the largest float and the next power of two (the rounding
+    # threshold to infinity), decided by a tiny c: (2**(mant + 1) - 1) * 2**(emax - mant) split
+    # into two exact factors
+    odd = 2 ** (mant + 1) - 1
+    d = next(k for k in range(3, 64, 2) if odd % k == 0)
+    x, y = float(d) * 2.0 ** (emax // 2), float(odd // d) * 2.0 ** (emax - mant - emax // 2)
+    add([x, x, x, -x, -x], [y, y, y, y, y], [-(2.0 ** -120), 2.0 ** -120, 0.0, 2.0 ** -120, -(2.0 ** -120)])
+    assert 2 * Fraction(x) * Fraction(y) == Fraction(float(big)) + 2 ** (emax + 1)
     # a huge c, the product moderate
     x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
     add(x, y, (r(n) * 2.0 ** (emax - 1) * rng.choice([-1, 1], n)).astype(dtype))
