@@ -8,6 +8,8 @@ that can leave their range (`_fix`); f16 is computed in f32 and rounded back, as
 
 from __future__ import annotations
 
+import numpy as np
+
 from cubepy.errors import CubeTypeError
 from cubepy.ir.types import DTYPES_BY_NAME, DType
 
@@ -376,6 +378,8 @@ class WgslArithmetic(F64Math, Arithmetic):
         dtype = _F32 if dtype.name == "f16" else dtype
         if self.quirks.fma_f64_exact if dtype.name == "f64" else self.quirks.fma_f32_exact:
             return "fma"
+        if dtype.name == "f32" and self.quirks.f64_to_f32_exact:
+            return self._fma_f32_through_f64()
         t = self._c(dtype)
         zero, half, two = self._lit(0.0, dtype), self._lit(0.5, dtype), self._lit(2.0, dtype)
         emax = 1023 if dtype.bits == 64 else 127
@@ -403,6 +407,42 @@ class WgslArithmetic(F64Math, Arithmetic):
                 f"  if (!{finite('ph')}) {{ return ph; }}\n"
                 f"  return {core}(ah, bh, ch) * {two};")
         return self._fn_helper(f"cb_fma_{dtype.name}", f"a: {t}, b: {t}, c: {t}", t, body)
+
+    def _fma_f32_through_f64(self) -> str:
+        """f32 a * b + c rounded once, through f64 where the adapter's f64 to f32 conversion rounds
+        correctly (lavapipe): the product is exact in f64 and the f64 sum ``s`` rounded once, so
+        rounding ``s`` to f32 is wrong only where ``s`` is an f32 midpoint (the threshold of
+        rounding to infinity, the largest float plus half an ulp, included), and there the sum's
+        exact error (TwoSum) says on which side the exact value lies. Every step is in range, f32's
+        subnormals included, which the f32 emulation's Dekker product is not."""
+        f64 = DTYPES_BY_NAME["f64"]
+        zero, half = self._lit(0.0, f64), self._lit(0.5, f64)
+        big = self._lit(float(np.finfo(np.float32).max), _F32)
+        threshold = self._lit(float(np.finfo(np.float32).max) + 2.0 ** 103, f64)
+
+        def finite(x: str) -> str:
+            return self._isfinite(x, _F32)
+
+        def add(x: str, y: str) -> str:
+            return self._sum(x, "+", y, f64)
+
+        def sub(x: str, y: str) -> str:
+            return self._sum(x, "-", y, f64)
+        body = (f"if (!{finite('a')} || !{finite('b')} || !{finite('c')}) {{\n"
+                f"    if ({finite('a')} && {finite('b')} && !{self._isnan('c', _F32)}) {{ return c; }}\n"
+                f"    return {self._sum(self._mul_exact('a', 'b', _F32), '+', 'c', _F32)};\n  }}\n"
+                f"  let p = {self._mul_exact('f64(a)', 'f64(b)', f64)};\n  let cw = f64(c);\n"
+                f"  let s = {add('p', 'cw')};\n  let bv = {sub('s', 'p')};\n"
+                f"  let t = {add(sub('p', sub('s', 'bv')), sub('cw', 'bv'))};\n"
+                f"  let away = t == {zero} || (t > {zero}) == (s > {zero});\n"
+                f"  if (abs(s) >= {threshold}) {{\n"
+                f"    let top = select({big}, bitcast<f32>(0x7f800000u), abs(s) > {threshold} || away);\n"
+                f"    return select(-top, top, s > {zero});\n  }}\n"
+                f"  let r = f32(s);\n  let back = f64(r);\n"
+                f"  let n = bitcast<f32>(select(bitcast<u32>(r) - 1u, bitcast<u32>(r) + 1u, abs(s) > abs(back)));\n"
+                f"  let tie = {self._fne('back', 's')} && s == (back + f64(n)) * {half};\n"
+                f"  return select(r, n, tie && t != {zero} && (t > {zero}) == (s > back));")
+        return self._fn_helper("cb_fma_f32", "a: f32, b: f32, c: f32", "f32", body)
 
     def _mul_exact(self, x: str, y: str, dtype: DType) -> str:
         """A product never fused, folded or simplified."""

@@ -37,6 +37,7 @@ class Quirks:
     flushes_f32_subnormals: bool = True   # f32 arithmetic and comparisons take subnormals as 0
     folds_f16_rounding: bool = True   # f32(f16(x)) becomes x: f16 results are not rounded
     sext_compare_wrong: bool = True   # i64(x) < 7 of an i32 x is wrong (false for x = 0)
+    f64_to_f32_exact: bool = False    # f32(x) of an f64 rounds to nearest even, f32 subnormals included
 
 
 
@@ -139,6 +140,20 @@ def _div_sqrt(state, f64: bool) -> tuple[bool, bool]:
     return inexact, through
 
 
+def _f64_to_f32_exact(state) -> bool:
+    """Whether f32(x) of an f64 rounds to nearest, ties to even, into f32's subnormals too (the
+    f32 fma through f64 rounds its sum this way): random values, f32 midpoints and their
+    neighbours, at 1, around the smallest normal and among the subnormals."""
+    rng = np.random.default_rng(13)
+    f32 = rng.standard_normal(_N).astype(np.float32) * np.float32(2.0) ** rng.integers(-140, 100, _N).astype(np.float32)
+    up = np.nextafter(f32, np.float32(np.inf))
+    mid = (f32.astype(np.float64) + up.astype(np.float64)) / 2
+    x = np.concatenate([mid, np.nextafter(mid, np.inf), np.nextafter(mid, -np.inf),
+                        rng.standard_normal(_N) * 2.0 ** rng.integers(-160, 120, _N)])
+    got = _run(state, f"for (var k = 0u; k < {4 * _N}u; k++) {{ out[k] = bitcast<u32>(f32(in0[k])); }}", [x], 4 * _N)
+    return np.array_equal(got, x.astype(np.float32).view(np.uint32))
+
+
 def _flushes_subnormals(state) -> bool:
     tiny = np.array([1e-40, 1.0], np.float32)
     got = _run(state, "out[0] = bitcast<u32>(in0[0] * in0[1]);\nout[1] = u32(in0[0] > 0.0);", [tiny], 2)
@@ -163,7 +178,8 @@ def probe_quirks(state) -> Quirks:
                       f32_div_sqrt_inexact=inexact, f32_through_f64_exact=through,
                       flushes_f32_subnormals=_flushes_subnormals(state),
                       folds_f16_rounding="shader-f16" in state.features and _folds_f16_rounding(state),
-                      sext_compare_wrong="shader-int64" in state.features and _sext_compare_wrong(state))
+                      sext_compare_wrong="shader-int64" in state.features and _sext_compare_wrong(state),
+                      f64_to_f32_exact=f64 and not fma32 and _f64_to_f32_exact(state))
     except Exception:         # an adapter that cannot run the probe: assume the worst of it
         return worst(f64)
 

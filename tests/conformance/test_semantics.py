@@ -474,6 +474,15 @@ def _fma_edges(rng, dtype):
     x, y = float(d) * 2.0 ** (emax // 2), float(odd // d) * 2.0 ** (emax - mant - emax // 2)
     add([x, x, x, -x, -x], [y, y, y, y, y], [-(2.0 ** -120), 2.0 ** -120, 0.0, 2.0 ** -120, -(2.0 ** -120)])
     assert 2 * Fraction(x) * Fraction(y) == Fraction(float(big)) + 2 ** (emax + 1)
+    if dtype == "float32":
+        # results among the subnormals: products there, c subnormal or cancelling most of the
+        # product (WebGPU's f64 fma emulation is off by an ulp here: backends/wgpu/DESIGN.md)
+        low = fi.minexp - mant // 2
+        x, y = (r(n) * 2.0 ** (low // 2)).astype(dtype), (r(n) * 2.0 ** (low - low // 2)).astype(dtype)
+        p = x.astype(np.float64) * y
+        sub = rng.integers(1, 2 ** (mant - 2), n) * float(fi.smallest_subnormal) * rng.choice([-1, 1], n)
+        add(x, y, sub.astype(dtype))
+        add(x, -y, (p * rng.uniform(0.5, 0.99, n)).astype(dtype))
     # a huge c, the product moderate
     x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
     add(x, y, (r(n) * 2.0 ** (emax - 1) * rng.choice([-1, 1], n)).astype(dtype))
