@@ -384,6 +384,8 @@ class WgslArithmetic(F64Math, Arithmetic):
         zero, half, two = self._lit(0.0, dtype), self._lit(0.5, dtype), self._lit(2.0, dtype)
         emax = 1023 if dtype.bits == 64 else 127
         big, tiny = self._lit(2.0 ** (emax - 1), dtype), self._lit(2.0 ** -100, dtype)
+        # a product under 2**tiny_exp: Dekker's low part could underflow (below 2**-970, 2**-103)
+        tiny_exp, scale = (-900, 600) if dtype.bits == 64 else (-90, 64)
         core = self._fma_core(dtype)
 
         def finite(x: str) -> str:
@@ -398,6 +400,9 @@ class WgslArithmetic(F64Math, Arithmetic):
                 f"    return {plain};\n  }}\n"
                 f"  if (a == {zero} || b == {zero}) {{ return {plain}; }}\n"
                 f"  if (c == {zero}) {{ return p; }}\n"
+                f"  if (abs(p) < {self._lit(2.0 ** tiny_exp, dtype)}"
+                f" && abs(c) < {self._lit(2.0 ** (emax - 1 - scale), dtype)}) {{\n"
+                f"    return {self._fma_tiny(dtype, tiny_exp, scale)}(a, b, c);\n  }}\n"
                 f"  if (p == {zero}) {{ return c; }}\n"
                 f"  if (abs(p) < {big} && abs(c) < {big}) {{ return {core}(a, b, c); }}\n"
                 f"  let ch = select(c * {half}, c, abs(c) < {tiny});\n"
@@ -444,16 +449,44 @@ class WgslArithmetic(F64Math, Arithmetic):
                 f"  return select(r, n, tie && t != {zero} && (t > {zero}) == (s > back));")
         return self._fn_helper("cb_fma_f32", "a: f32, b: f32, c: f32", "f32", body)
 
+    def _fma_tiny(self, dtype: DType, tiny_exp: int, scale: int) -> str:
+        """The emulated fma where the product is under ``2**tiny_exp`` and ``c`` small enough to
+        scale: the smaller factor and ``c`` times ``2**scale`` (exact), the core's result and the
+        sign of its error (`_fma_core` with ``residual``), scaled back by one rounding, which is
+        wrong only at a midpoint of the result's spacing (subnormal results): there the sign
+        decides. A product still tiny when scaled is under a quarter of c's ulp: ``c``."""
+        t = self._c(dtype)
+        word = self._c(DTYPES_BY_NAME[f"u{dtype.bits}"])
+        one = self._lit(1, DTYPES_BY_NAME[f"u{dtype.bits}"])
+        zero, half = self._lit(0.0, dtype), self._lit(0.5, dtype)
+        up, down = self._lit(2.0 ** scale, dtype), self._lit(2.0 ** -scale, dtype)
+        core = self._fma_core(dtype, residual=True)
+        body = (f"let small_a = abs(a) <= abs(b);\n"
+                f"  let sa = select(a, a * {up}, small_a);\n  let sb = select(b * {up}, b, small_a);\n"
+                f"  if (abs({self._mul_exact('sa', 'sb', dtype)}) < {self._lit(2.0 ** tiny_exp, dtype)}) {{\n"
+                f"    return c;\n  }}\n"
+                f"  let rd = {core}(sa, sb, c * {up});\n"
+                f"  let q = {self._hidden(f'(rd.x * {down})', dtype)};\n"
+                f"  let back = {self._hidden(f'(q * {up})', dtype)};\n"
+                f"  let qb = bitcast<{word}>(q);\n"
+                f"  let n = bitcast<{t}>(select(qb - {one}, qb + {one}, abs(rd.x) > abs(back)));\n"
+                f"  let tie = {self._fne('back', 'rd.x')} && rd.x == (back + n * {up}) * {half};\n"
+                f"  return select(q, n, tie && {self._fne('rd.y', zero)} && (rd.y > {zero}) == (rd.x > back));")
+        return self._fn_helper(f"cb_fma_tiny_{dtype.name}", f"a: {t}, b: {t}, c: {t}", t, body)
+
     def _mul_exact(self, x: str, y: str, dtype: DType) -> str:
         """A product never fused, folded or simplified."""
         product = f"({x} * {y})"
         return self._hidden(product, dtype) if self.quirks.folds_inexact or self.quirks.contracts else product
 
-    def _fma_core(self, dtype: DType) -> str:
+    def _fma_core(self, dtype: DType, residual: bool = False) -> str:
         """The emulated fma of finite non-zero a, b, c whose product and c are below 2**(emax - 1)
         (no sum overflows): a factor from 2**100 (f32; 2**900 for f64) up is scaled down and the
         other up by the same power of two, so that Veltkamp's split (times 2**12 + 1, 2**27 + 1)
-        cannot overflow."""
+        cannot overflow. With ``residual``: ``vec2(r, d)``, ``d`` of the sign of the exact
+        ``a * b + c - r`` (0 where ``r`` is exact): the final sum's own error where it has one (a
+        non-zero multiple of the smaller operand's ulp, larger than what the rounding to odd left),
+        else the sign of that leftover."""
         t = self._c(dtype)
         word = DTYPES_BY_NAME[f"u{dtype.bits}"]
         zero, one = self._lit(0.0, dtype), self._lit(1, word)
@@ -486,8 +519,18 @@ class WgslArithmetic(F64Math, Arithmetic):
                 f"  var odd = bitcast<{self._c(word)}>(v);\n"
                 f"  if (e != {zero} && (odd & {one}) == {self._lit(0, word)}) {{\n"
                 f"    odd = select(odd - {one}, odd + {one}, (e > {zero}) == (v > {zero}));\n  }}\n"
-                f"  return {add('sh', f'bitcast<{t}>(odd)')};")
-        return self._fn_helper(f"cb_fma_core_{dtype.name}", f"a_in: {t}, b_in: {t}, c: {t}", t, body)
+                f"  let u = bitcast<{t}>(odd);\n")
+        if not residual:
+            body += f"  return {add('sh', 'u')};"
+            return self._fn_helper(f"cb_fma_core_{dtype.name}", f"a_in: {t}, b_in: {t}, c: {t}", t, body)
+        # v + e - u: 0 where e is, e where v was odd already (u = v), else e less an ulp of v
+        # toward it: the opposite sign
+        body += (f"  let r = {add('sh', 'u')};\n  let rb = {sub('r', 'sh')};\n"
+                 f"  let err = {add(sub('sh', sub('r', 'rb')), sub('u', 'rb'))};\n"
+                 f"  let left = select(select(-e, e, bitcast<{self._c(word)}>(v) == odd), {zero}, e == {zero});\n"
+                 f"  return vec2<{t}>(r, select(left, err, {self._fne('err', zero)}));")
+        return self._fn_helper(f"cb_fma_core_residual_{dtype.name}", f"a_in: {t}, b_in: {t}, c: {t}",
+                               f"vec2<{t}>", body)
 
 
 __all__ = ["WgslArithmetic"]

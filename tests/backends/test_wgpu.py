@@ -12,6 +12,8 @@ import pytest
 
 import cubepy as cb
 from cubepy import Array, Mut, f32, f64, i32, u64
+from tests.conformance.test_semantics import _fma_edges, _fma_reference, fused
+from tests.conftest import poisoned
 
 pytest.importorskip("wgpu")
 
@@ -339,3 +341,20 @@ def test_forced_workarounds_are_rendered_and_named(dev):
     assert re.search(r"bitcast<u32>\(\([\w.\[\]]+ \* [\w.\[\]]+\)\) \| cb_zero_u32\)", source)    # a hidden product
     with pytest.raises(cb.ArgumentValueError, match="workarounds must be 'probed' or 'all', got 'some'"):
         cb.device("wgpu", workarounds="some")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_fma_emulation_rounds_once_at_the_ends_of_the_range(dev, dtype, rng):
+    """With every workaround the fma is the emulation (on lavapipe f32 otherwise goes through
+    f64): the conformance suite's edges, subnormal results and the overflow threshold included,
+    bit for bit against the exact rational rounded once."""
+    forced = cb.device("wgpu", workarounds="all")
+    if dtype == "float64" and not forced.properties.supports("fp64"):
+        pytest.skip("the adapter has no f64")
+    a, b, c = _fma_edges(rng, dtype)
+    o = poisoned(len(a), dtype)
+    fused.launch(1, 128, a, b, c, o, device=forced)
+    want = np.array([_fma_reference(x, y, z, dtype) for x, y, z in zip(a, b, c)], dtype)
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    wrong = np.nonzero(o.view(bits) != want.view(bits))[0]
+    assert not len(wrong), [(a[k], b[k], c[k], o[k], want[k]) for k in wrong[:6]]

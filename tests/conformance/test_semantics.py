@@ -474,15 +474,18 @@ def _fma_edges(rng, dtype):
     x, y = float(d) * 2.0 ** (emax // 2), float(odd // d) * 2.0 ** (emax - mant - emax // 2)
     add([x, x, x, -x, -x], [y, y, y, y, y], [-(2.0 ** -120), 2.0 ** -120, 0.0, 2.0 ** -120, -(2.0 ** -120)])
     assert 2 * Fraction(x) * Fraction(y) == Fraction(float(big)) + 2 ** (emax + 1)
-    if dtype == "float32":
-        # results among the subnormals: products there, c subnormal or cancelling most of the
-        # product (WebGPU's f64 fma emulation is off by an ulp here: backends/wgpu/DESIGN.md)
-        low = fi.minexp - mant // 2
-        x, y = (r(n) * 2.0 ** (low // 2)).astype(dtype), (r(n) * 2.0 ** (low - low // 2)).astype(dtype)
-        p = x.astype(np.float64) * y
-        sub = rng.integers(1, 2 ** (mant - 2), n) * float(fi.smallest_subnormal) * rng.choice([-1, 1], n)
-        add(x, y, sub.astype(dtype))
-        add(x, -y, (p * rng.uniform(0.5, 0.99, n)).astype(dtype))
+    # results among the subnormals: products there, c subnormal or cancelling most of the
+    # product; a product of half the smallest subnormal, a tie that c's parity decides
+    low = fi.minexp - mant // 2
+    x, y = (r(n) * 2.0 ** (low // 2)).astype(dtype), (r(n) * 2.0 ** (low - low // 2)).astype(dtype)
+    with np.errstate(under="ignore"):
+        p = x.astype(np.float64) * y.astype(np.float64)        # f64: rounded, near enough to cancel
+    steps = rng.integers(1, 2 ** (mant - 2), n) * rng.choice([-1, 1], n)
+    add(x, y, steps * fi.smallest_subnormal)
+    add(x, -y, p * rng.uniform(0.5, 0.99, n))
+    e = int(np.log2(fi.smallest_subnormal)) - 1
+    x, y = [2.0 ** (e // 2)] * 4, [2.0 ** (e - e // 2)] * 4
+    add(x, y, np.array([1, -1, 3, -2]) * fi.smallest_subnormal)
     # a huge c, the product moderate
     x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
     add(x, y, (r(n) * 2.0 ** (emax - 1) * rng.choice([-1, 1], n)).astype(dtype))
