@@ -2,7 +2,7 @@
 # One call on the GPU machine: install (offline), then the stages named on the command line
 # (default: all of them). Logs and JSON go to $OUT.
 #
-#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [ptxjit] [codesize] [replay] [tests] [matvec] [profcost] [tuned] [deldot] [firproven]
+#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [ptxjit] [codesize] [replay] [tests] [matvec] [profcost] [tuned] [deldot] [firproven] [wgpu]
 #
 # first:       what was built without a GPU since the last run (docs/device-runs.md): events and
 #              profiling intervals, the nn.Parameter fix (examples/torch_op.py), the two builds of a
@@ -34,6 +34,9 @@
 #              parameters (fir_proven.py)
 # matvec:      MATVEC_3D_STENCIL's ports checked and unchecked, tuned and strict (matvec_isolation.py)
 # tests:       pytest on TESTS (files or folders) with CUBEPY_TEST_DEVICES=TEST_DEVICES (default cuda,opencl)
+# wgpu:        WebGPU through NVIDIA's Vulkan driver (carry .gl with the loaders, as the device notes say,
+#              and wgpu's wheel in .whl): the probed quirks, then the conformance suite and the WebGPU
+#              backend's tests on device wgpu
 # replay:      run one fuzz seed (REPLAY_SEED) on REPLAY_DEVICES (default cuda), shrink it if it fails
 #              and print the small kernel
 set -u
@@ -116,6 +119,15 @@ for stage in $stages; do
     replay)
         timeout ${REPLAY_TIMEOUT:-400} python3 -m tests.fuzz --replay "${REPLAY_SEED:?set REPLAY_SEED}" \
             --devices ${REPLAY_DEVICES:-cuda} 2>&1 | tee "$out/replay.log" | tail -80 ;;
+    wgpu)
+        if ls .gl/*.deb >/dev/null 2>&1; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
+        if [ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+            export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+        fi
+        timeout 120 python3 -c "from cubepy.backends.wgpu import WgpuBackend
+b = WgpuBackend(); p = b.probe(); print(p); print(b._state(p).quirks)" 2>&1 | tee "$out/wgpu_probe.log" | tail -5
+        CUBEPY_TEST_DEVICES=wgpu timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider -rfs \
+            --junitxml "$out/wgpu.xml" tests/conformance tests/backends/test_wgpu.py 2>&1 | tee "$out/wgpu.log" | tail -15 ;;
     codesize)
         timeout 120 python3 -m benchmarks.rajaperf.code_size --sass --per-cube 2>&1 | tee "$out/code_size.log" ;;
     conformance)
