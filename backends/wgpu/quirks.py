@@ -142,8 +142,8 @@ def _div_sqrt(state, f64: bool) -> tuple[bool, bool]:
 
 def _f64_to_f32_exact(state) -> bool:
     """Whether f32(x) of an f64 rounds to nearest, ties to even, into f32's subnormals too (the
-    f32 fma through f64 rounds its sum this way): random values, f32 midpoints and their
-    neighbours, at 1, around the smallest normal and among the subnormals."""
+    f32 fma through f64 rounds its sum this way): f32 midpoints and their f64 neighbours from
+    among the subnormals (2**-140) to 2**100, and random f64 values from 2**-160 to 2**120."""
     rng = np.random.default_rng(13)
     f32 = rng.standard_normal(_N).astype(np.float32) * np.float32(2.0) ** rng.integers(-140, 100, _N).astype(np.float32)
     up = np.nextafter(f32, np.float32(np.inf))
