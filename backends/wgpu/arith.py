@@ -76,7 +76,12 @@ class WgslArithmetic(F64Math, Arithmetic):
         if code == "abs":
             if dtype.is_int and not dtype.is_signed:
                 return a
-            return self._fix(self._down(f"abs({self._up(a, dtype)})", dtype), dtype)
+            if dtype.is_float:
+                # the sign bit cleared: lavapipe took abs(sqrt(x)) as sqrt(x), -0.0 for x = -0.0
+                ft = _F32 if dtype.name == "f16" else dtype
+                word, sign = ("u64", f"0x{(1 << 63) - 1:x}lu") if ft.bits == 64 else ("u32", f"0x{(1 << 31) - 1:x}u")
+                return self._down(f"bitcast<{ft.name}>(bitcast<{word}>({self._up(a, dtype)}) & {sign})", dtype)
+            return self._fix(f"abs({a})", dtype)
         if not dtype.is_float:
             raise CubeTypeError(f"{code} of {dtype} is not supported", self.k.name)
         return self._math(code, dtype, a)
@@ -253,11 +258,17 @@ class WgslArithmetic(F64Math, Arithmetic):
         fmod = self._fmod_helper(ft)
         if code == "pow":
             p, nan = self._math("pow", ft, "abs(x)", "y"), self._lit(float("nan"), ft)
+            # C's special cases first: the adapter's pow is exp2(y * log2(x)) (lavapipe gave 0 for a
+            # NaN x, NaN for pow(-1, inf) and for pow(-inf, 0.5)); only finite negative x with a
+            # non-integer y is NaN
             body = (head + f"if (y == {zero} || x == {one}) {{ return {self._down(one, dtype)}; }}\n"
+                    f"  if ({self._isnan('x', ft)} || {self._isnan('y', ft)}) {{ return {self._down(nan, dtype)}; }}\n"
+                    f"  if (x == -{one} && !{self._isfinite('y', ft)}) {{ return {self._down(one, dtype)}; }}\n"
                     f"  let odd = floor(y) == y && {self._fne(f'floor(y * {half})', f'y * {half}')};\n"
                     f"  if (x == {zero}) {{\n    let r = select({zero}, {self._lit(float('inf'), ft)}, y < {zero});\n"
                     f"    return {self._down(f'select(r, -r, odd && bitcast<{ut}>(x) != 0)', dtype)};\n  }}\n"
-                    f"  if (x < {zero} && {self._fne('floor(y)', 'y')}) {{ return {self._down(nan, dtype)}; }}\n"
+                    f"  if (x < {zero} && {self._isfinite('x', ft)} && {self._fne('floor(y)', 'y')}) {{\n"
+                    f"    return {self._down(nan, dtype)};\n  }}\n"
                     f"  let r = {p};\n"
                     f"  return {self._down(f'select(r, -r, x < {zero} && odd)', dtype)};")
         elif code == "mod":
