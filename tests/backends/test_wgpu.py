@@ -12,8 +12,7 @@ import pytest
 
 import cubepy as cb
 from cubepy import Array, Mut, f32, f64, i32, u64
-from tests.conformance.test_semantics import _fma_edges, _fma_expected, fused
-from tests.conftest import poisoned
+from tests.conformance.test_semantics import check_fma_edges
 
 pytest.importorskip("wgpu")
 
@@ -351,10 +350,4 @@ def test_the_fma_emulation_rounds_once_at_the_ends_of_the_range(dev, dtype, rng)
     forced = cb.device("wgpu", workarounds="all")
     if dtype == "float64" and not forced.properties.supports("fp64"):
         pytest.skip("the adapter has no f64")
-    a, b, c = _fma_edges(rng, dtype)
-    o = poisoned(len(a), dtype)
-    fused.launch(1, 128, a, b, c, o, device=forced)
-    want = _fma_expected(forced, a, b, c, dtype)
-    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
-    wrong = np.nonzero(o.view(bits) != want.view(bits))[0]
-    assert not len(wrong), [(a[k], b[k], c[k], o[k], want[k]) for k in wrong[:6]]
+    check_fma_edges(forced, rng, dtype)

@@ -561,6 +561,11 @@ def test_fma_rounds_once_at_the_ends_of_the_range(dev, rng, dtype):
     interpreter's f64 one) every device still gives IEEE's fusedMultiplyAdd (fuzz seed
     625000186: ``fma(100.0, 1e36, 1.0)`` was NaN on lavapipe)."""
     require_dtype(dev, dtype)
+    check_fma_edges(dev, rng, dtype)
+
+
+def check_fma_edges(dev, rng, dtype) -> None:
+    """`_fma_edges` through ``cb.fma`` on ``dev``, bit for bit against `_fma_expected`."""
     a, b, c = _fma_edges(rng, dtype)
     o = poisoned(len(a), dtype)
     fused.launch(1, 128, a, b, c, o, device=dev)
