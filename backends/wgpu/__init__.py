@@ -185,6 +185,11 @@ class WgpuBackend(DeviceBackend):
         self._states.setdefault(props, state)
         return props
 
+    def quirks(self, properties: DeviceProperties) -> Quirks:
+        """What the probe found about this adapter's arithmetic, i.e. which workarounds its kernels
+        render (`quirks.Quirks`; every one with ``workarounds="all"``)."""
+        return self._state(properties).quirks
+
     def _state(self, properties: DeviceProperties) -> _DeviceState:
         state = self._states.get(properties)
         if state is None:

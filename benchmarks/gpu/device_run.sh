@@ -125,7 +125,7 @@ for stage in $stages; do
             export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
         fi
         timeout 120 python3 -c "from cubepy.backends.wgpu import WgpuBackend
-b = WgpuBackend(); p = b.probe(); print(p); print(b._state(p).quirks)" 2>&1 | tee "$out/wgpu_probe.log" | tail -5
+b = WgpuBackend(); p = b.probe(); print(p); print(b.quirks(p))" 2>&1 | tee "$out/wgpu_probe.log" | tail -5
         CUBEPY_TEST_DEVICES=wgpu timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider -rfs \
             --junitxml "$out/wgpu.xml" tests/conformance tests/backends/test_wgpu.py 2>&1 | tee "$out/wgpu.log" | tail -15 ;;
     codesize)

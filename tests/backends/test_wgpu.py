@@ -333,6 +333,9 @@ def test_a_widened_i32_orders_against_i64_constants_as_everywhere(dev, workaroun
 def test_forced_workarounds_are_rendered_and_named(dev):
     forced = cb.device("wgpu", workarounds="all")
     assert "(all workarounds)" in forced.properties.name
+    from cubepy.backends.wgpu.quirks import worst
+
+    assert forced.backend.quirks(forced.properties) == worst(forced.properties.supports("fp64"))
     x, y, z, a, b, s = _mixed_inputs(np.random.default_rng(0), 16)
     f, q = np.zeros(80, np.float32), np.zeros(32, np.int32)
     source = mixed_arithmetic.compile(x, y, z, a, b, s, f, q, dim=64, device=forced).source("source")
