@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: install (offline), then the stages named on the command line
-# (default: all of them). Logs and JSON go to $OUT.
+# (default: all of them). Logs and JSON go to $OUT (as one archive, device_logs.tgz, where there are
+# more than the 8 files a device call returns).
 #
 #   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [ptxjit] [codesize] [replay] [tests] [matvec] [profcost] [tuned] [deldot] [firproven] [wgpu]
 #
@@ -163,4 +164,9 @@ if [ -n "${fuzz_pid:-}" ]; then
     # a resumable run (FUZZ_STATE, e.g. .devtmp/fuzz_run.jsonl: ignored, so it stays on a warm
     # machine between calls; carry it to a fresh one) comes back with the call's files too
     if [ -n "${FUZZ_STATE:-}" ]; then cp "$FUZZ_STATE" "$out/"; fi
+fi
+# a device call returns at most 8 files: more than that come back as one archive
+if [ "$(find "$out" -maxdepth 1 -type f | wc -l)" -gt 8 ]; then
+    tar czf /tmp/device_logs.tgz -C "$out" . && find "$out" -maxdepth 1 -type f -delete && mv /tmp/device_logs.tgz "$out/"
+    echo "the $out files are in $out/device_logs.tgz"
 fi
