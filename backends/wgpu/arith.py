@@ -406,9 +406,7 @@ class WgslArithmetic(F64Math, Arithmetic):
         # and c halved (exact: neither is subnormal there, and a tiny c only breaks a tie, by its
         # sign), the result doubled; a halved product still infinite is the exact one's overflow
         body = (f"let p = {self._mul_exact('a', 'b', dtype)};\n"
-                f"  if (!{finite('a')} || !{finite('b')} || !{finite('c')}) {{\n"
-                f"    if ({finite('a')} && {finite('b')} && !{self._isnan('c', dtype)}) {{ return c; }}\n"
-                f"    return {plain};\n  }}\n"
+                f"  {self._fma_non_finite(dtype, plain)}\n"
                 f"  if (a == {zero} || b == {zero}) {{ return {plain}; }}\n"
                 f"  if (c == {zero}) {{ return p; }}\n"
                 f"  if (abs(p) < {self._lit(2.0 ** tiny_exp, dtype)}"
@@ -436,17 +434,13 @@ class WgslArithmetic(F64Math, Arithmetic):
         big = self._lit(float(np.finfo(np.float32).max), _F32)
         threshold = self._lit(float(np.finfo(np.float32).max) + 2.0 ** 103, f64)
 
-        def finite(x: str) -> str:
-            return self._isfinite(x, _F32)
-
         def add(x: str, y: str) -> str:
             return self._sum(x, "+", y, f64)
 
         def sub(x: str, y: str) -> str:
             return self._sum(x, "-", y, f64)
-        body = (f"if (!{finite('a')} || !{finite('b')} || !{finite('c')}) {{\n"
-                f"    if ({finite('a')} && {finite('b')} && !{self._isnan('c', _F32)}) {{ return c; }}\n"
-                f"    return {self._sum(self._mul_exact('a', 'b', _F32), '+', 'c', _F32)};\n  }}\n"
+        plain = self._sum(self._mul_exact('a', 'b', _F32), '+', 'c', _F32)
+        body = (f"{self._fma_non_finite(_F32, plain)}\n"
                 f"  let p = {self._mul_exact('f64(a)', 'f64(b)', f64)};\n  let cw = f64(c);\n"
                 f"  let s = {add('p', 'cw')};\n  let bv = {sub('s', 'p')};\n"
                 f"  let t = {add(sub('p', sub('s', 'bv')), sub('cw', 'bv'))};\n"
@@ -455,9 +449,7 @@ class WgslArithmetic(F64Math, Arithmetic):
                 f"    let top = select({big}, bitcast<f32>(0x7f800000u), abs(s) > {threshold} || away);\n"
                 f"    return select(-top, top, s > {zero});\n  }}\n"
                 f"  let r = f32(s);\n  let back = f64(r);\n"
-                f"  let n = bitcast<f32>(select(bitcast<u32>(r) - 1u, bitcast<u32>(r) + 1u, abs(s) > abs(back)));\n"
-                f"  let tie = {self._fne('back', 's')} && s == (back + f64(n)) * {half};\n"
-                f"  return select(r, n, tie && t != {zero} && (t > {zero}) == (s > back));")
+                f"  {self._midpoint_corrected('r', 'back', 's', 't', _F32, lambda n: f'f64({n})', half, zero)}")
         return self._fn_helper("cb_fma_f32", "a: f32, b: f32, c: f32", "f32", body)
 
     def _fma_tiny(self, dtype: DType, tiny_exp: int, scale: int) -> str:
@@ -467,8 +459,6 @@ class WgslArithmetic(F64Math, Arithmetic):
         wrong only at a midpoint of the result's spacing (subnormal results): there the sign
         decides. A product still tiny when scaled is under a quarter of c's ulp: ``c``."""
         t = self._c(dtype)
-        word = self._c(DTYPES_BY_NAME[f"u{dtype.bits}"])
-        one = self._lit(1, DTYPES_BY_NAME[f"u{dtype.bits}"])
         zero, half = self._lit(0.0, dtype), self._lit(0.5, dtype)
         up, down = self._lit(2.0 ** scale, dtype), self._lit(2.0 ** -scale, dtype)
         core = self._fma_core(dtype, residual=True)
@@ -479,11 +469,33 @@ class WgslArithmetic(F64Math, Arithmetic):
                 f"  let rd = {core}(sa, sb, c * {up});\n"
                 f"  let q = {self._hidden(f'(rd.x * {down})', dtype)};\n"
                 f"  let back = {self._hidden(f'(q * {up})', dtype)};\n"
-                f"  let qb = bitcast<{word}>(q);\n"
-                f"  let n = bitcast<{t}>(select(qb - {one}, qb + {one}, abs(rd.x) > abs(back)));\n"
-                f"  let tie = {self._fne('back', 'rd.x')} && rd.x == (back + n * {up}) * {half};\n"
-                f"  return select(q, n, tie && {self._fne('rd.y', zero)} && (rd.y > {zero}) == (rd.x > back));")
+                f"  ")
+        body += self._midpoint_corrected('q', 'back', 'rd.x', 'rd.y', dtype, lambda n: f"{n} * {up}", half, zero)
         return self._fn_helper(f"cb_fma_tiny_{dtype.name}", f"a: {t}, b: {t}, c: {t}", t, body)
+
+    def _fma_non_finite(self, dtype: DType, plain: str) -> str:
+        """An fma's statement for infinite or NaN operands: ``plain`` (``a * b + c``, exact there),
+        but ``c`` for an infinite ``c`` after a finite product (``a * b`` may overflow)."""
+        def finite(x: str) -> str:
+            return self._isfinite(x, dtype)
+        return (f"if (!{finite('a')} || !{finite('b')} || !{finite('c')}) {{\n"
+                f"    if ({finite('a')} && {finite('b')} && !{self._isnan('c', dtype)}) {{ return c; }}\n"
+                f"    return {plain};\n  }}")
+
+    def _midpoint_corrected(self, r: str, back: str, wide: str, error: str, dtype: DType, widen,
+                            half: str, zero: str) -> str:
+        """The return of ``r``, ``wide`` rounded once more to ``dtype`` (``back``: ``r`` widened),
+        or of its neighbour toward ``wide`` where ``wide`` lies exactly halfway between them and
+        ``error`` (of the sign of the exact value less ``wide``) points that way: the exact value
+        was past the midpoint. ``widen(n)`` takes a ``dtype`` value to ``wide``'s terms; ``half``
+        and ``zero`` are literals of ``wide``'s type."""
+        word = self._c(DTYPES_BY_NAME[f"u{dtype.bits}"])
+        one = self._lit(1, DTYPES_BY_NAME[f"u{dtype.bits}"])
+        toward = f"abs({wide}) > abs({back})"
+        return (f"let bits = bitcast<{word}>({r});\n"
+                f"  let n = bitcast<{self._c(dtype)}>(select(bits - {one}, bits + {one}, {toward}));\n"
+                f"  let tie = {self._fne(back, wide)} && {wide} == ({back} + {widen('n')}) * {half};\n"
+                f"  return select({r}, n, tie && {self._fne(error, zero)} && ({error} > {zero}) == ({wide} > {back}));")
 
     def _mul_exact(self, x: str, y: str, dtype: DType) -> str:
         """A product never fused, folded or simplified."""
