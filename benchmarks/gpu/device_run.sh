@@ -128,7 +128,9 @@ for stage in $stages; do
         timeout 120 python3 -c "from cubepy.backends.wgpu import WgpuBackend
 b = WgpuBackend(); p = b.probe(); print(p); print(b.quirks(p))" 2>&1 | tee "$out/wgpu_probe.log" | tail -5
         CUBEPY_TEST_DEVICES=wgpu timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider -rfs \
-            --junitxml "$out/wgpu.xml" tests/conformance tests/backends/test_wgpu.py 2>&1 | tee "$out/wgpu.log" | tail -15 ;;
+            --tb=short --junitxml "$out/wgpu.xml" tests/conformance tests/backends/test_wgpu.py 2>&1 | tee "$out/wgpu.log" | tail -15
+        # what failed, in short (the call's output keeps only its last 12,000 characters)
+        sed -n '/= FAILURES =/,/short test summary/p' "$out/wgpu.log" | cut -c1-220 | head -150 ;;
     codesize)
         timeout 120 python3 -m benchmarks.rajaperf.code_size --sass --per-cube 2>&1 | tee "$out/code_size.log" ;;
     conformance)
