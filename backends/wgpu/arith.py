@@ -18,6 +18,7 @@ from .dialect import F32_ONLY, NARROW
 from .f64math import F64Math
 
 _F32 = DTYPES_BY_NAME["f32"]
+_F64 = DTYPES_BY_NAME["f64"]
 
 
 class WgslArithmetic(F64Math, Arithmetic):
@@ -123,8 +124,17 @@ class WgslArithmetic(F64Math, Arithmetic):
         if code in ("add", "sub"):
             return self._down(self._sum(x, sym, y, dtype), dtype)
         if code == "div" and self._f32_through_f64(dtype):
-            return self._down(f"f32(f64({x}) / f64({y}))", dtype)
+            return self._down(f"f32({self._quotient(f'f64({x})', f'f64({y})', _F64)})", dtype)
+        if code == "div":
+            return self._down(self._quotient(x, y, dtype), dtype)
         return self._down(f"({x} {sym} {y})", dtype)
+
+    def _quotient(self, a: str, b: str, dtype: DType) -> str:
+        """Float ``a / b`` that the compiler cannot rewrite as if exact: NVIDIA's Vulkan driver gave
+        a number, not NaN, for ``z / z`` with ``z`` a zero (as ``x / x`` folded to 1 would). Where
+        the adapter folds inexactly, the divisor goes through bits (`_hidden`), so the two
+        operands are never one value to it."""
+        return f"({a} / {self._hidden(b, dtype)})" if self.quirks.folds_inexact else f"({a} / {b})"
 
     def _f32_through_f64(self, dtype: DType) -> bool:
         """Whether f32 (and f16) division and square root go through f64: where the adapter's own
@@ -279,12 +289,12 @@ class WgslArithmetic(F64Math, Arithmetic):
                     f"  return {self._down('m', dtype)};")
         else:
             body = (head + f"let m = {fmod}(x, y);\n"
-                    f"  if (y == {zero}) {{ return {self._down('x / y', dtype)}; }}\n"
-                    f"  var d = (x - m) / y;\n"
+                    f"  if (y == {zero}) {{ return {self._down(self._quotient('x', 'y', ft), dtype)}; }}\n"
+                    f"  var d = {self._quotient('(x - m)', 'y', ft)};\n"
                     f"  if ({self._fne('m', zero)} && ((y < {zero}) != (m < {zero}))) {{ d = d - {one}; }}\n"
                     f"  var q: {t};\n"
                     f"  if {self._fne('d', zero)} {{ q = floor(d); if (d - q > {half}) {{ q = q + {one}; }} }}"
-                    f" else {{ q = {copysign_zero('x / y')}; }}\n"
+                    f" else {{ q = {copysign_zero(self._quotient('x', 'y', ft))}; }}\n"
                     f"  return {self._down('q', dtype)};")
         return self._fn_helper(name, f"a: {ct}, b: {ct}", ct, body)
 

@@ -629,6 +629,17 @@ def compensated(x: Array, y: Array, o: Mut[Array]):
         o[4 * i + 3] = s - (s - y[i])
 
 
+@cb.kernel
+def quotients(x: Array, y: Array, o: Mut[Array]):
+    i = cb.ABSOLUTE_POS
+    if i < len(x):
+        zero = x[i] - x[i]                     # 0 for finite x, NaN for inf and NaN
+        o[4 * i] = x[i] / x[i]                 # NaN for 0, inf and NaN, not 1
+        o[4 * i + 1] = (x[i] * y[i]) / y[i]    # the product's rounding shows, not x
+        o[4 * i + 2] = x[i] * zero             # -0.0 for negative x, NaN for inf: not 0
+        o[4 * i + 3] = zero / x[i]             # NaN for 0, -0.0 for negative x: not 0
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_float_arithmetic_is_not_rewritten_as_if_it_were_exact(dev, rng, dtype):
     """Each operation rounds on its own: no compiler may fold x - x to 0 or (a + b) - a to b."""
@@ -645,3 +656,23 @@ def test_float_arithmetic_is_not_rewritten_as_if_it_were_exact(dev, rng, dtype):
         want = np.stack([x - x, (s - x) - y, x + -x, s - (s - y)], axis=1).reshape(-1)
     assert np.count_nonzero(want[1::4][4:]) > n // 4          # the inputs show the rounding
     np.testing.assert_array_equal(o, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_division_is_not_rewritten_as_if_it_were_exact(dev, rng, dtype):
+    """No compiler may fold x / x to 1, (x * y) / y to x, or x * 0 and 0 / x to 0 (NVIDIA's
+    Vulkan driver gave a number for 0 / 0 where the zero came from a folded integer)."""
+    require_dtype(dev, dtype)
+    n = 200
+    x = (rng.standard_normal(n) * 1e4).astype(dtype)
+    y = (rng.standard_normal(n) * 1e-3).astype(dtype)
+    x[:6] = (0.0, -0.0, np.inf, -np.inf, np.nan, -3.0)
+    y[:6] = (1.0, 3.0, 0.0, np.inf, 2.0, 0.0)
+    o = poisoned(4 * n, dtype)
+    quotients.launch(2, 128, x, y, o, device=dev)
+    with np.errstate(all="ignore"):
+        zero = x - x
+        want = np.stack([x / x, (x * y) / y, x * zero, zero / x], axis=1).reshape(-1)
+    assert np.count_nonzero(want[1::4][6:] != x[6:]) > n // 50       # the inputs show the rounding
+    np.testing.assert_array_equal(o, want)
+    np.testing.assert_array_equal(np.signbit(o), np.signbit(want))

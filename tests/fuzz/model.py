@@ -246,17 +246,24 @@ def _fma(x, y, z, dt):
         return _NP[dt](np.float64(x) * np.float64(y) + np.float64(z))
     if dt == "f64":
         return _rounded(exact)
-    guess = np.float32(_rounded(exact))
+    if abs(exact) >= _F32_OVERFLOW:
+        return np.float32(math.inf if exact > 0 else -math.inf)
+    # rounded to f64 first, |exact| may land on the threshold: clamp, the neighbours below correct it
+    guess = np.float32(math.copysign(min(abs(float(exact)), _F32_MAX), float(exact)))
     best = guess
-    if not np.isfinite(guess):      # beyond f32's range: the conversion rounded it to inf already
-        return guess
-    for c in (np.nextafter(guess, np.float32(-np.inf)), np.nextafter(guess, np.float32(np.inf))):
+    with np.errstate(over="ignore"):        # FLT_MAX's upper neighbour is inf, skipped below
+        neighbours = (np.nextafter(guess, np.float32(-np.inf)), np.nextafter(guess, np.float32(np.inf)))
+    for c in neighbours:
         if not np.isfinite(c):
             continue
         dc, db = abs(Fraction(float(c)) - exact), abs(Fraction(float(best)) - exact)
         if dc < db or (dc == db and int(np.float32(c).view(np.uint32)) % 2 == 0):
             best = c
     return best
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+_F32_OVERFLOW = Fraction(2**128 - 2**103)     # FLT_MAX + half an ulp: from here on f32 rounds to inf
 
 
 def _rounded(exact: Fraction) -> float:

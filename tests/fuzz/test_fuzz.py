@@ -299,6 +299,20 @@ def test_the_models_fused_multiply_add_overflows_to_infinity_as_ieee_does():
     assert _fma(biggest, 1.0, 1.0, "f64") == biggest
 
 
+def test_the_models_f32_fused_multiply_add_rounds_once_at_the_overflow_threshold():
+    """Just under FLT_MAX + half an ulp the exact sum is finite, but rounding it to f64 first lands
+    on that midpoint, and f32's tie to even from there is infinity: the model must round once."""
+    from .model import _fma
+
+    x, y = np.float32(18631 * 2.0**103), np.float32(1801)     # x * y = 2^128 - 2^103, the threshold
+    biggest = np.finfo(np.float32).max
+    with np.errstate(over="raise"):
+        assert _fma(x, y, np.float32(-1.0), "f32") == biggest
+        assert _fma(-x, y, np.float32(1.0), "f32") == -biggest
+        assert _fma(x, y, np.float32(0.0), "f32") == np.float32(np.inf)     # the tie itself goes up
+        assert _fma(x, y, np.float32(1.0), "f32") == np.float32(np.inf)
+
+
 def test_a_run_with_a_state_file_goes_on_where_the_last_call_stopped(tmp_path, capsys):
     """A call that stopped after two of five seeds (its outcomes in the state file): the next
     call runs the other three only, and prints the tally of all five."""
