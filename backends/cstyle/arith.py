@@ -57,7 +57,8 @@ class Arithmetic:
         ``of_negation``: a min or max with a signed negation for an operand.
 
         ``nowrap`` (ops a per-cube test showed never overflow, `cubepy.ir.cube_checks`) keeps
-        32- and 64-bit signed arithmetic signed, so the compiler may fold it into addresses."""
+        32- and 64-bit signed arithmetic signed, so the compiler may fold it into addresses, where
+        the dialect says so (`Dialect.signed_nowrap`)."""
         if code in COMPARE:
             return self._compare(code, dtype, a, b)
         if code == "div" and dtype.is_float and (b_value is None or b_value == 0):
@@ -85,7 +86,7 @@ class Arithmetic:
         if dtype.is_bool:
             return f"{a} {LOGICAL[code]} {b}" if code in LOGICAL else f"(bool)((int){a} {sym} (int){b})"
         if code in ("add", "sub", "mul") and dtype.is_int and (dtype.is_signed or dtype.bits < 32) \
-                and not (nowrap and dtype.bits >= 32):
+                and not (nowrap and dtype.bits >= 32 and self.d.signed_nowrap):
             # Wrap as the IR says: signed overflow is undefined in C (compilers fold on it), and
             # narrow types are promoted to a signed int, so compute in an unsigned type.
             ut = self._c(self._unsigned(dtype))

@@ -186,6 +186,13 @@ class Dialect(Record):
     # conversion of the -inf it is (fuzz seed 21101614), and folded `u / (v * -0.0f) < -128.0f`
     # to false (docs/fuzzing.md)
     opaque_divisor: dict = {}
+    # index arithmetic a checked kernel's test showed never overflows (``nowrap``, cubepy.ir.cube_checks)
+    # stays signed C arithmetic, which the compiler may fold into addresses; False: it wraps as in
+    # the unchecked kernel. CUDA: NVVM formed VOL3D's corner addresses from one base where the
+    # arithmetic was signed, and that code ran 3% slower than the unchecked kernel's at 32x
+    # (docs/benchmarks.md, twenty-seventh session); wrapping, every launch-proven build of the
+    # suite is its unchecked kernel's SASS
+    signed_nowrap: bool = True
     # statements, C's by default (WGSL spells them otherwise): a value's definition, a variable's
     # declaration, an endless loop's head, the test of a ``for`` whose step has a sign known only
     # at run time, and the value of a ``select``
@@ -264,6 +271,7 @@ CUDA = Dialect(
     # the sign bit or'ed with a bit that is always 0 but that neither NVVM nor ptxas can prove 0
     # (bit 31 of %tid.x, read in inline PTX): a plain `mov.b32 0x80000000` is a constant to ptxas,
     # which folded it into the integer select again in larger kernels (seeds 12004882, 14000430)
+    signed_nowrap=False,
     negative_zero_f32=("#ifdef __CUDA_ARCH__\n  unsigned int t;\n  asm(\"mov.u32 %0, %%tid.x;\" : \"=r\"(t));\n"
                        "  return __int_as_float(0x80000000u | (t >> 31));\n#else\n  return -0.0f;\n#endif"),
 )
