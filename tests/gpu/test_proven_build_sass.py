@@ -25,6 +25,8 @@ from cubepy.backends.cstyle.flags import CUDA_FP_FLAGS
 import cubepy as cb
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:       # the suite's VOL3D (benchmarks/rajaperf); tests/gpu is not a package
+    sys.path.insert(0, str(ROOT))
 
 
 def _nvdisasm() -> str:
@@ -53,7 +55,6 @@ def _sass(source: str, folder: Path, name: str, defines: tuple = ()) -> list[str
 def test_a_proven_build_is_the_unchecked_kernels_sass(tmp_path, size):
     if shutil.which("nvcc") is None:
         missing_toolchain("nvcc is not on PATH")
-    sys.path.insert(0, str(ROOT))
     from cubepy.backends.cuda import INLINE_ARRAY_BYTES, CudaBackend
 
     from benchmarks.rajaperf.apps.vol3d import Vol3D
