@@ -472,6 +472,7 @@ class WgslArithmetic(F64Math, Arithmetic):
         zero, half = self._lit(0.0, dtype), self._lit(0.5, dtype)
         up, down = self._lit(2.0 ** scale, dtype), self._lit(2.0 ** -scale, dtype)
         core = self._fma_core(dtype, residual=True)
+        corrected = self._midpoint_corrected('q', 'back', 'rd.x', 'rd.y', dtype, lambda n: f"{n} * {up}", half, zero)
         body = (f"let small_a = abs(a) <= abs(b);\n"
                 f"  let sa = select(a, a * {up}, small_a);\n  let sb = select(b * {up}, b, small_a);\n"
                 f"  if (abs({self._mul_exact('sa', 'sb', dtype)}) < {self._lit(2.0 ** tiny_exp, dtype)}) {{\n"
@@ -479,8 +480,7 @@ class WgslArithmetic(F64Math, Arithmetic):
                 f"  let rd = {core}(sa, sb, c * {up});\n"
                 f"  let q = {self._hidden(f'(rd.x * {down})', dtype)};\n"
                 f"  let back = {self._hidden(f'(q * {up})', dtype)};\n"
-                f"  ")
-        body += self._midpoint_corrected('q', 'back', 'rd.x', 'rd.y', dtype, lambda n: f"{n} * {up}", half, zero)
+                f"  {corrected}")
         return self._fn_helper(f"cb_fma_tiny_{dtype.name}", f"a: {t}, b: {t}, c: {t}", t, body)
 
     def _fma_non_finite(self, dtype: DType, plain: str) -> str:
