@@ -11,7 +11,8 @@
 #              autotuned launcher's call key
 # fir:         FIR with its taps by value: fir_isolation.py and the suite's FIR (about 2 minutes)
 # checks:      checked mode's cost with checks per launch: the suite against Base_CUDA, checked and
-#              unchecked, both sizes (the tenth session's command; CHECK_SIZES=32x for one), and the PTX/SASS counts
+#              unchecked, both sizes (the tenth session's command; CHECK_SIZES=32x for one; CHECK_PEERS=cuda,cuda-strict
+#              adds Base_CUDA built without FMA contraction), and the PTX/SASS counts
 # fuzz:        the differential fuzzer against cuda, cuda-cubes and their NVRTC --Ofast-compile=max forms by turns (FUZZ_KERNELS kernels, 20000 by default, or
 #              FUZZ_MINUTES), started in the background so the test stages run beside it; the
 #              script waits for it at the end. FUZZ_STATE=FILE makes it one run over several
@@ -87,7 +88,7 @@ for stage in $stages; do
         timeout 240 python3 -m benchmarks.rajaperf --kernels FIR --device cuda --sizes default,32x --reps 11 \
             --progress plain --json "$out/rajaperf_fir.json" 2>&1 | tee "$out/rajaperf_fir.log" | tail -30 ;;
     checks)
-        timeout 420 python3 -m benchmarks.rajaperf --device cuda --sizes ${CHECK_SIZES:-default,32x} --peers cuda --no-transfer \
+        timeout ${CHECK_TIMEOUT:-420} python3 -m benchmarks.rajaperf --device cuda --sizes ${CHECK_SIZES:-default,32x} --peers ${CHECK_PEERS:-cuda} --no-transfer \
             --reps 11 --progress plain --json "$out/rajaperf_checks.json" 2>&1 | tee "$out/rajaperf_checks.log" | tail -40
         timeout 120 python3 -m benchmarks.rajaperf.code_size --sass --per-cube 2>&1 | tee "$out/code_size.log" ;;
     queued)

@@ -15,7 +15,9 @@ from .progress import progress
 from .runner import KernelRun, parse_sizes, parse_variants
 
 PEER_KEYS = {"numba": "numba parallel", "openmp": "C OpenMP", "cuda": "CUDA (Base_CUDA)",
-             "numba-cuda": "numba-cuda", "triton": "Triton"}
+             "numba-cuda": "numba-cuda", "triton": "Triton", "cuda-strict": "CUDA (Base_CUDA, --fmad=false)"}
+# asked for by name only: a build of a peer that isolates one cause, not a peer of its own
+ISOLATION_PEERS = {"cuda-strict"}
 
 
 @dataclass
@@ -50,7 +52,7 @@ def select_peers(text: str, device) -> tuple[list, dict[str, str]]:
     pool = cpu_peers() if backend == "cpu" else gpu_peers() if backend == "cuda" else []
     if text == "none":
         return [], {}
-    wanted = set(PEER_KEYS) if text == "all" else {k.strip() for k in text.split(",") if k.strip()}
+    wanted = set(PEER_KEYS) - ISOLATION_PEERS if text == "all" else {k.strip() for k in text.split(",") if k.strip()}
     unknown = wanted - set(PEER_KEYS)
     if unknown:
         raise ValueError(f"unknown peer(s) {sorted(unknown)}: choose from {', '.join(PEER_KEYS)}, all or none")

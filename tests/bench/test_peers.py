@@ -161,3 +161,38 @@ def test_triton_peer_compiles_for_sm_90_with_double_scalars():
             compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs),
                                       target=GPUTarget("cuda", 90, 32))
             assert ".f32" not in compiled.asm["ptx"], app.name
+
+
+def test_base_cuda_without_contraction_is_asked_for_by_name_only():
+    """``--peers all`` runs the peers; Base_CUDA built with ``--fmad=false`` isolates one cause
+    (what FMA contraction gives the hand-written CUDA) and runs only when named."""
+    from types import SimpleNamespace
+
+    from cubepy.bench.suite import select_peers
+
+    gpu = SimpleNamespace(properties=SimpleNamespace(backend="cuda"))
+    strict = base_cuda.BaseCudaStrict.name
+
+    def names(text):
+        chosen, skipped = select_peers(text, gpu)        # skipped where CuPy or a GPU is missing
+        return {p.name for p in chosen} | set(skipped)
+
+    assert strict not in names("all") and base_cuda.BaseCuda.name in names("all")
+    assert names("cuda,cuda-strict") == {base_cuda.BaseCuda.name, strict}
+
+
+def test_base_cuda_without_contraction_has_no_fused_multiply_add(tmp_path):
+    """Built with each peer's options, the hand-written CUDA's PTX contracts products into sums
+    by default and not with the strict peer's (``base_cuda.cu`` calls no ``fma`` itself)."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+
+    def fmas(peer) -> int:
+        out = tmp_path / f"{peer.__name__}.ptx"
+        done = subprocess.run([nvcc, "-arch=sm_90", "-ptx", *peer.options, "-o", str(out), str(base_cuda.SOURCE)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return out.read_text().count("fma.rn.f64")
+
+    assert fmas(base_cuda.BaseCuda) > 0 and fmas(base_cuda.BaseCudaStrict) == 0

@@ -118,6 +118,7 @@ def coefficients(problem, a: dict):
 class BaseCuda(Peer):
     name = "CUDA (Base_CUDA)"
     platform = "cuda"
+    options: tuple[str, ...] = ()       # NVRTC's defaults, as RAJAPerf's build: FMA contraction on
 
     def __init__(self):
         self._module = None
@@ -133,7 +134,7 @@ class BaseCuda(Peer):
     def module(self):
         if self._module is None:
             import cupy
-            self._module = cupy.RawModule(code=SOURCE.read_text())
+            self._module = cupy.RawModule(code=SOURCE.read_text(), options=self.options)
         return self._module
 
     def bind(self, app: str, problem, a: dict):
@@ -153,6 +154,14 @@ class BaseCuda(Peer):
             for fn, grid, block, args in calls:
                 fn(grid, block, args)
         return rep
+
+
+class BaseCudaStrict(BaseCuda):
+    """Base_CUDA built as cubepy builds a kernel without ``fastmath``: no FMA contraction. It
+    separates what contraction gives the hand-written CUDA from the rest of a difference in time."""
+
+    name = "CUDA (Base_CUDA, --fmad=false)"
+    options = ("--fmad=false",)
 
 
 EMULATION = r"""
