@@ -131,10 +131,11 @@ class WgslArithmetic(F64Math, Arithmetic):
 
     def _quotient(self, a: str, b: str, dtype: DType) -> str:
         """Float ``a / b`` that the compiler cannot rewrite as if exact: NVIDIA's Vulkan driver gave
-        a number, not NaN, for ``z / z`` with ``z`` a zero (as ``x / x`` folded to 1 would). Where
-        the adapter folds inexactly, the divisor goes through bits (`_hidden`), so the two
-        operands are never one value to it."""
-        return f"({a} / {self._hidden(b, dtype)})" if self.quirks.folds_inexact else f"({a} / {b})"
+        1, not NaN, for ``x / x`` with ``x`` a zero. Where the adapter folds inexactly, the divisor
+        goes through bits with a zero of its own (`_hidden`), so the two operands are never one
+        value to it, even where ``a`` went through bits already (hiding it again with the same
+        zero would give ``a`` back: ``x | z | z == x | z``)."""
+        return f"({a} / {self._hidden(b, dtype, 'divisor_zero')})" if self.quirks.folds_inexact else f"({a} / {b})"
 
     def _f32_through_f64(self, dtype: DType) -> bool:
         """Whether f32 (and f16) division and square root go through f64: where the adapter's own
@@ -160,12 +161,13 @@ class WgslArithmetic(F64Math, Arithmetic):
             return f"({a} {sym} {b})"
         return self._hidden(f"({a} {sym} {self._hidden(b, dtype)})", dtype)
 
-    def _hidden(self, x: str, dtype: DType) -> str:
-        """Float ``x`` as itself, by an OR of its bits with a zero known only at run time."""
+    def _hidden(self, x: str, dtype: DType, zero: str = "zero") -> str:
+        """Float ``x`` as itself, by an OR of its bits with a zero known only at run time (``zero``:
+        which one, `wgsl._OPAQUE`)."""
         ft = _F32 if dtype.name == "f16" else dtype
         word = f"u{ft.bits}"
-        self.needs.add(f"zero_{word}")
-        return f"bitcast<{ft.name}>(bitcast<{word}>({x}) | cb_zero_{word})"
+        self.needs.add(f"{zero}_{word}")
+        return f"bitcast<{ft.name}>(bitcast<{word}>({x}) | cb_{zero}_{word})"
 
     def _int_min_max(self, code: str, dtype: DType, a: str, b: str, of_negation: bool = False) -> str:
         return f"{code}({a}, {b})"

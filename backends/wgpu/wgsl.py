@@ -43,7 +43,7 @@ class BufferBinding:
 
 @dataclass(frozen=True)
 class ArgField:
-    """A field of the argument struct: an extent (``kind`` "shape", axis ``dim``), a scalar, or the
+    """A field of the argument struct: an extent (``kind`` "shape", axis ``dim``), a scalar, or a
     word the host sets to 0 ("zero") from which the shader makes values its compiler cannot know."""
 
     kind: str
@@ -80,7 +80,10 @@ _OPAQUE = {"zero_f32": "bitcast<f32>({z})", "zero_f16": "f16(bitcast<f32>({z}))"
            "one_f32": "bitcast<f32>(0x3f800000u | {z})",
            "one_f16": "f16(bitcast<f32>(0x3f800000u | {z}))",
            "one_f64": "bitcast<f64>(0x3ff0000000000000lu | u64({z}))",
-           "zero_u32": "{z}", "zero_u64": "u64({z})"}
+           "zero_u32": "{z}", "zero_u64": "u64({z})",
+           # a second zero, for divisors (`arith._quotient`): a value hidden with the first one, such as
+           # an integer converted to float, hidden again with it is itself (x | z | z == x | z)
+           "divisor_zero_u32": "{d}", "divisor_zero_u64": "u64({d})"}
 
 
 def render(kernel: Kernel, name: str | None = None, atomics64: bool = True, emulate: bool = False,
@@ -181,6 +184,11 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
         opaque = self._unique("cb_opaque")
         self.opaque_field = f"cb_args.{opaque}"
         add_field("zero", -1, opaque, "u32", "uint32")      # so the argument struct always exists
+        self.divisor_opaque_field = None
+        if self.quirks.folds_inexact:
+            divisor = self._unique("cb_opaque_divisor")
+            self.divisor_opaque_field = f"cb_args.{divisor}"
+            add_field("zero", -1, divisor, "u32", "uint32")
         self.args_binding = len(self.bindings)
         self.args_size = -(-offset // 8) * 8
         self.decls.append(f"@group(0) @binding({self.args_binding}) var<storage, read> cb_args: CbArgs;")
@@ -219,6 +227,9 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
             self._line(f"let cb_pmask: {M} = select(({one} << u32(cb_plane_n)) - {one}, {self.full_mask}, "
                        f"cb_plane_n >= {P}i);")
 
+    def _opaque_value(self, need: str) -> str:
+        return _OPAQUE[need].format(z=self.opaque_field, d=self.divisor_opaque_field)
+
     def _assemble(self) -> WgslRendered:
         """The module: the header, the argument struct, the module-scope variables, the helpers, then
         the entry point, which keeps its built-in positions in private variables for the helpers."""
@@ -231,9 +242,9 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
             head.append("enable f16;")
         parts = ["\n".join(head)]
         parts.append("struct CbArgs {\n" + "\n".join(self.members) + "\n}")
-        opaque = [n for n in sorted(self.needs) if n.startswith(("zero_", "one_"))]
+        opaque = [n for n in sorted(self.needs) if n in _OPAQUE]
         decls = [*self.decls, *(f"var<private> cb_{n}: vec3<u32>;" for n in ("unit", "cube", "count")),
-                 *(f"var<private> cb_{n}: {n.partition('_')[2]};" for n in opaque)]
+                 *(f"var<private> cb_{n}: {n.rpartition('_')[2]};" for n in opaque)]
         parts.append("\n".join(decls))
         parts.extend(self.helpers.values())
         dims = ", ".join(str(x) for x in k.cube_dim)
@@ -241,7 +252,7 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
                  "@builtin(workgroup_id) cb_w: vec3<u32>,\n    @builtin(num_workgroups) cb_n: vec3<u32>, "
                  "@builtin(local_invocation_index) cb_li: u32) {\n"
                  "  cb_unit = cb_l;\n  cb_cube = cb_w;\n  cb_count = cb_n;\n"
-                 + "".join(f"  cb_{n} = {_OPAQUE[n].format(z=self.opaque_field)};\n" for n in opaque)
+                 + "".join(f"  cb_{n} = {self._opaque_value(n)};\n" for n in opaque)
                  + "\n".join(self.body) + "\n}")
         parts.append(entry)
         source = "\n\n".join(parts) + "\n"

@@ -229,6 +229,21 @@ def test_a_float_from_an_integer_the_compiler_folds_keeps_ieee_rules(dev, rng):
     np.testing.assert_array_equal(np.signbit(got[:, 3]), True)           # -0.0: the sign kept
 
 
+def test_a_divisor_is_hidden_with_a_zero_of_its_own(dev):
+    """NVIDIA's Vulkan driver gave 1 for ``zero / zero`` (above) with the divisor hidden by the
+    zero that had hidden ``zero`` itself, as an integer converted to float: ``x | z | z`` is
+    ``x | z``, one value over itself again. The divisor's zero is a second word of the arguments."""
+    forced = cb.device("wgpu", workarounds="all")
+    x, out = np.ones(8), np.zeros(32)
+    source = over_folded_zeros.compile(x, out, dim=64, device=forced).source("source")
+    converted = re.search(r"let (v\d+): f64 = bitcast<f64>\(bitcast<u64>\(f64\(i64\(v\d+\)\)\) \| cb_zero_u64\);",
+                          source)
+    assert converted, source                                  # the folded zero, hidden with the first zero
+    assert re.search(r"\(v\d+ / bitcast<f64>\(bitcast<u64>\(v\d+\) \| cb_divisor_zero_u64\)\)", source), source
+    assert not re.search(r"/ bitcast<f64>\(bitcast<u64>\(v\d+\) \| cb_zero_u64\)", source), source
+    assert "cb_divisor_zero_u64 = u64(cb_args." in source
+
+
 @cb.kernel
 def mixed_arithmetic(x: Array[f32], y: Array[f32], z: Array[f32], a: Array[i32], b: Array[i32], s: Array[f32],
                      f: Mut[Array[f32]], q: Mut[Array[i32]]):
