@@ -22,8 +22,8 @@
 # launch:      host cost per warm launch of every launch form (profile_launch.py, launch_forms.py)
 # bench:       the GPU benchmarks (bench_gpu.py)
 # rajaperf:    the RAJAPerf apps suite against hand-written CUDA, numba-cuda and Triton
-# queued:      the suite at the default size, checked and unchecked against Base_CUDA, with each sample
-#              enqueued behind a held stream (--timer queued): GPU time without the host's launch rate
+# queued:      the suite at the default size (QUEUED_SIZES), checked and unchecked against Base_CUDA, with each
+#              sample enqueued behind a held stream (--timer queued): GPU time without the host's launch rate
 # cold:        a fresh process's cold and warm start on CUDA (cold_start.py)
 # codesize:    PTX and SASS counts of every RAJAPerf kernel, checked and unchecked, per cube
 # ptxjit:      a cold build as a cubin from NVRTC against PTX and the driver's JIT (ptx_jit.py)
@@ -92,8 +92,8 @@ for stage in $stages; do
             --reps 11 --progress plain --json "$out/rajaperf_checks.json" 2>&1 | tee "$out/rajaperf_checks.log" | tail -40
         timeout 120 python3 -m benchmarks.rajaperf.code_size --sass --per-cube 2>&1 | tee "$out/code_size.log" ;;
     queued)
-        timeout 300 python3 -m benchmarks.rajaperf --device cuda --sizes default --peers cuda --no-transfer \
-            --reps 21 --timer queued --progress plain --json "$out/rajaperf_queued.json" 2>&1 \
+        timeout 300 python3 -m benchmarks.rajaperf --device cuda --sizes ${QUEUED_SIZES:-default} --peers cuda --no-transfer \
+            --reps ${QUEUED_REPS:-21} --timer queued --progress plain --json "$out/rajaperf_queued.json" 2>&1 \
             | tee "$out/rajaperf_queued.log" | tail -40 ;;
     cold)
         timeout 240 python3 benchmarks/gpu/cold_start.py --device cuda --runs 5 --profile ${COLD_PROFILE:-0} --out "$out/cold_start.json" \
