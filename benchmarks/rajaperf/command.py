@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="plain, tuned (ports) and checked, unchecked (modes); an axis not named keeps all")
     parser.add_argument("--peers", default=o.peers,
                         help="numba, openmp (cpu); cuda, numba-cuda, triton (cuda); 'all' (these) or 'none'; "
-                             "cuda-strict (Base_CUDA built with --fmad=false, by name only)")
+                             "cuda-strict (Base_CUDA built with --fmad=false), cuda-restrict (Base_CUDA's pointers "
+                             "__restrict__): by name only")
     parser.add_argument("--reps", type=int, default=o.reps, help="timed samples per contender (median of these)")
     parser.add_argument("--transfer-reps", type=int, default=o.transfer_reps,
                         help="reps of ENERGY's six kernels per transfer-study scenario")

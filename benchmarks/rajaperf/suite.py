@@ -15,9 +15,10 @@ from .progress import progress
 from .runner import KernelRun, parse_sizes, parse_variants
 
 PEER_KEYS = {"numba": "numba parallel", "openmp": "C OpenMP", "cuda": "CUDA (Base_CUDA)",
-             "numba-cuda": "numba-cuda", "triton": "Triton", "cuda-strict": "CUDA (Base_CUDA, --fmad=false)"}
+             "numba-cuda": "numba-cuda", "triton": "Triton", "cuda-strict": "CUDA (Base_CUDA, --fmad=false)",
+             "cuda-restrict": "CUDA (Base_CUDA, __restrict__)"}
 # asked for by name only: a build of a peer that isolates one cause, not a peer of its own
-ISOLATION_PEERS = {"cuda-strict"}
+ISOLATION_PEERS = {"cuda-strict", "cuda-restrict"}
 
 
 @dataclass

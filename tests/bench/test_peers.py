@@ -163,22 +163,22 @@ def test_triton_peer_compiles_for_sm_90_with_double_scalars():
             assert ".f32" not in compiled.asm["ptx"], app.name
 
 
-def test_base_cuda_without_contraction_is_asked_for_by_name_only():
-    """``--peers all`` runs the peers; Base_CUDA built with ``--fmad=false`` isolates one cause
-    (what FMA contraction gives the hand-written CUDA) and runs only when named."""
+def test_the_isolation_builds_of_base_cuda_are_asked_for_by_name_only():
+    """``--peers all`` runs the peers; Base_CUDA built with ``--fmad=false`` or with restricted
+    pointers isolates one cause each and runs only when named."""
     from types import SimpleNamespace
 
     from cubepy.bench.suite import select_peers
 
     gpu = SimpleNamespace(properties=SimpleNamespace(backend="cuda"))
-    strict = base_cuda.BaseCudaStrict.name
+    strict, restrict = base_cuda.BaseCudaStrict.name, base_cuda.BaseCudaRestrict.name
 
     def names(text):
         chosen, skipped = select_peers(text, gpu)        # skipped where CuPy or a GPU is missing
         return {p.name for p in chosen} | set(skipped)
 
-    assert strict not in names("all") and base_cuda.BaseCuda.name in names("all")
-    assert names("cuda,cuda-strict") == {base_cuda.BaseCuda.name, strict}
+    assert not {strict, restrict} & names("all") and base_cuda.BaseCuda.name in names("all")
+    assert names("cuda,cuda-strict,cuda-restrict") == {base_cuda.BaseCuda.name, strict, restrict}
 
 
 def test_base_cuda_without_contraction_has_no_fused_multiply_add(tmp_path):
@@ -196,3 +196,21 @@ def test_base_cuda_without_contraction_has_no_fused_multiply_add(tmp_path):
         return out.read_text().count("fma.rn.f64")
 
     assert fmas(base_cuda.BaseCuda) > 0 and fmas(base_cuda.BaseCudaStrict) == 0
+
+
+def test_base_cuda_with_restricted_pointers_loads_through_the_read_only_path(tmp_path):
+    """The restricted build's PTX reads through ``ld.global.nc`` (as cubepy's kernels do, their
+    read-only arrays ``const __restrict__``); RAJAPerf's plain pointers never do."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+
+    def read_only_loads(source: str) -> int:
+        cu, ptx = tmp_path / "k.cu", tmp_path / "k.ptx"
+        cu.write_text(source)
+        done = subprocess.run([nvcc, "-arch=sm_90", "-ptx", "-o", str(ptx), str(cu)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return ptx.read_text().count("ld.global.nc.f64")
+
+    plain = base_cuda.SOURCE.read_text()
+    assert read_only_loads(plain) == 0 and read_only_loads(base_cuda.restricted(plain)) > 20

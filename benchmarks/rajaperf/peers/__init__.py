@@ -34,7 +34,7 @@ def cpu_peers() -> list[Peer]:
 
 
 def gpu_peers() -> list[Peer]:
-    from .base_cuda import BaseCuda, BaseCudaStrict
+    from .base_cuda import BaseCuda, BaseCudaRestrict, BaseCudaStrict
     from .numba_cuda import NumbaCuda
     from .triton_peers import Triton
-    return [BaseCuda(), BaseCudaStrict(), NumbaCuda(), Triton()]
+    return [BaseCuda(), BaseCudaStrict(), BaseCudaRestrict(), NumbaCuda(), Triton()]

@@ -131,10 +131,13 @@ class BaseCuda(Peer):
             return f"CuPy with a CUDA device is needed: {e}"
         return None
 
+    def source(self) -> str:
+        return SOURCE.read_text()
+
     def module(self):
         if self._module is None:
             import cupy
-            self._module = cupy.RawModule(code=SOURCE.read_text(), options=self.options)
+            self._module = cupy.RawModule(code=self.source(), options=self.options)
         return self._module
 
     def bind(self, app: str, problem, a: dict):
@@ -162,6 +165,26 @@ class BaseCudaStrict(BaseCuda):
 
     name = "CUDA (Base_CUDA, --fmad=false)"
     options = ("--fmad=false",)
+
+
+class BaseCudaRestrict(BaseCuda):
+    """Base_CUDA with cubepy's kind of parameters: every pointer ``__restrict__``, the ones it reads
+    pointers to const, so that NVVM may load them through the read-only path (``ld.global.nc``).
+    It separates what the pointers' qualifiers do from the rest of a difference in time."""
+
+    name = "CUDA (Base_CUDA, __restrict__)"
+
+    def source(self) -> str:
+        return restricted(SOURCE.read_text())
+
+
+def restricted(source: str) -> str:
+    """``base_cuda.cu`` with its pointer parameters ``__restrict__`` and read ones to const."""
+    head, typedefs_end, body = source.partition("#define BLOCK")
+    body = (body.replace("const Real_ptr ", "const double* __restrict__ ")
+            .replace("Real_ptr ", "double* __restrict__ ")
+            .replace("Index_ptr ", "const Index_type* __restrict__ "))
+    return head + typedefs_end + body
 
 
 EMULATION = r"""
