@@ -184,11 +184,9 @@ class WgslRenderer(WgslNaming, WgslArithmetic, WgslMemory, WgslPlane, ControlFlo
         opaque = self._unique("cb_opaque")
         self.opaque_field = f"cb_args.{opaque}"
         add_field("zero", -1, opaque, "u32", "uint32")      # so the argument struct always exists
-        self.divisor_opaque_field = None
-        if self.quirks.folds_inexact:
-            divisor = self._unique("cb_opaque_divisor")
-            self.divisor_opaque_field = f"cb_args.{divisor}"
-            add_field("zero", -1, divisor, "u32", "uint32")
+        divisor = self._unique("cb_opaque_divisor")      # a second zero, for divisors (`_OPAQUE`)
+        self.divisor_opaque_field = f"cb_args.{divisor}"
+        add_field("zero", -1, divisor, "u32", "uint32")
         self.args_binding = len(self.bindings)
         self.args_size = -(-offset // 8) * 8
         self.decls.append(f"@group(0) @binding({self.args_binding}) var<storage, read> cb_args: CbArgs;")

@@ -181,36 +181,28 @@ def test_the_isolation_builds_of_base_cuda_are_asked_for_by_name_only():
     assert names("cuda,cuda-strict,cuda-restrict") == {base_cuda.BaseCuda.name, strict, restrict}
 
 
-def test_base_cuda_without_contraction_has_no_fused_multiply_add(tmp_path):
-    """Built with each peer's options, the hand-written CUDA's PTX contracts products into sums
-    by default and not with the strict peer's (``base_cuda.cu`` calls no ``fma`` itself)."""
+def _ptx(folder, peer: base_cuda.BaseCuda) -> str:
+    """The peer's source built with its options, as PTX for sm_90 (nvcc; NVRTC's flags alike)."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc is not on PATH")
+    cu, ptx = folder / f"{type(peer).__name__}.cu", folder / f"{type(peer).__name__}.ptx"
+    cu.write_text(peer.source())
+    done = subprocess.run([nvcc, "-arch=sm_90", "-ptx", *peer.options, "-o", str(ptx), str(cu)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return ptx.read_text()
 
-    def fmas(peer) -> int:
-        out = tmp_path / f"{peer.__name__}.ptx"
-        done = subprocess.run([nvcc, "-arch=sm_90", "-ptx", *peer.options, "-o", str(out), str(base_cuda.SOURCE)],
-                              capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        return out.read_text().count("fma.rn.f64")
 
-    assert fmas(base_cuda.BaseCuda) > 0 and fmas(base_cuda.BaseCudaStrict) == 0
+def test_base_cuda_without_contraction_has_no_fused_multiply_add(tmp_path):
+    """Built with each peer's options, the hand-written CUDA's PTX contracts products into sums
+    by default and not with the strict peer's (``base_cuda.cu`` calls no ``fma`` itself)."""
+    assert _ptx(tmp_path, base_cuda.BaseCuda()).count("fma.rn.f64") > 0
+    assert _ptx(tmp_path, base_cuda.BaseCudaStrict()).count("fma.rn.f64") == 0
 
 
 def test_base_cuda_with_restricted_pointers_loads_through_the_read_only_path(tmp_path):
     """The restricted build's PTX reads through ``ld.global.nc`` (as cubepy's kernels do, their
     read-only arrays ``const __restrict__``); RAJAPerf's plain pointers never do."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is not on PATH")
-
-    def read_only_loads(source: str) -> int:
-        cu, ptx = tmp_path / "k.cu", tmp_path / "k.ptx"
-        cu.write_text(source)
-        done = subprocess.run([nvcc, "-arch=sm_90", "-ptx", "-o", str(ptx), str(cu)], capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        return ptx.read_text().count("ld.global.nc.f64")
-
-    plain = base_cuda.SOURCE.read_text()
-    assert read_only_loads(plain) == 0 and read_only_loads(base_cuda.restricted(plain)) > 20
+    assert _ptx(tmp_path, base_cuda.BaseCuda()).count("ld.global.nc.f64") == 0
+    assert _ptx(tmp_path, base_cuda.BaseCudaRestrict()).count("ld.global.nc.f64") > 20
