@@ -3,7 +3,7 @@
 # (default: all of them). Logs and JSON go to $OUT (as one archive, device_logs.tgz, where there are
 # more than the 8 files a device call returns).
 #
-#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [ptxjit] [codesize] [replay] [tests] [matvec] [profcost] [tuned] [deldot] [firproven] [wgpu]
+#   bash benchmarks/gpu/device_run.sh [first] [fir] [checks] [fuzz] [conformance] [frameworks] [launch] [bench] [rajaperf] [queued] [cold] [ptxjit] [codesize] [replay] [tests] [matvec] [profcost] [tuned] [deldot] [firproven] [energy] [wgpu]
 #
 # first:       what was built without a GPU since the last run (docs/device-runs.md): events and
 #              profiling intervals, the nn.Parameter fix (examples/torch_op.py), the two builds of a
@@ -34,6 +34,8 @@
 # deldot:      DEL_DOT_VEC_2D's checked run test as a branch and as a clamp, against Base_CUDA (deldot_run_test.py)
 # firproven:   FIR's checked and unchecked builds through cubepy and launched raw, Base_CUDA with unused
 #              parameters (fir_proven.py)
+# energy:      ENERGY's six kernels alone and in order: Base_CUDA with cubepy's index arithmetic, cubepy's
+#              source launched raw with Base_CUDA's (energy_isolation.py; ENERGY_SIZES, ENERGY_SAMPLES)
 # matvec:      MATVEC_3D_STENCIL's ports checked and unchecked, tuned and strict (matvec_isolation.py)
 # tests:       pytest on TESTS (files or folders) with CUBEPY_TEST_DEVICES=TEST_DEVICES (default cuda,opencl)
 # wgpu:        WebGPU through NVIDIA's Vulkan driver (carry .gl with the loaders, as the device notes say,
@@ -113,6 +115,9 @@ for stage in $stages; do
         timeout 240 python3 benchmarks/gpu/deldot_run_test.py --samples 21 2>&1 | tee "$out/deldot_run_test.log" ;;
     firproven)
         timeout 240 python3 benchmarks/gpu/fir_proven.py --samples 31 2>&1 | tee "$out/fir_proven.log" ;;
+    energy)
+        timeout 400 python3 benchmarks/gpu/energy_isolation.py --sizes ${ENERGY_SIZES:-32x,default} \
+            --samples ${ENERGY_SAMPLES:-21} 2>&1 | tee "$out/energy_isolation.log" ;;
     matvec)
         timeout 240 python3 benchmarks/gpu/matvec_isolation.py 2>&1 | tee "$out/matvec_isolation.log" ;;
     tests)
