@@ -193,6 +193,12 @@ class Dialect(Record):
     # (docs/benchmarks.md, twenty-seventh session); wrapping, every launch-proven build of the
     # suite is its unchecked kernel's SASS
     signed_nowrap: bool = True
+    # the cube position and count along y and z behind ``CB_ONE_CUBE_Y``/``_Z`` macros, so that a
+    # backend may build the source for launches of one cube along an axis, where the position is
+    # 0 and the count 1 at compile time (`Rendered.count_axes`). CUDA: ABSOLUTE_POS from the 3-D
+    # position cost energycalc6 3.7% at 32x against its index from blockIdx.x alone, its source
+    # with that index 1.000x (docs/benchmarks.md, twenty-ninth session)
+    one_cube_builds: bool = False
     # statements, C's by default (WGSL spells them otherwise): a value's definition, a variable's
     # declaration, an endless loop's head, the test of a ``for`` whose step has a sign known only
     # at run time, and the value of a ``select``
@@ -256,6 +262,7 @@ CUDA = Dialect(
     dynamic_shared="extern __shared__ __align__(16) unsigned char cb_dynamic_smem[];",
     no_unroll="#pragma unroll 1",
     inline_param="const __grid_constant__ {struct} {name}",
+    one_cube_builds=True,
     from_double={"f16": "__double2half({x})", "bf16": "__double2bfloat16({x})"},
     # PTX's cvt takes a wider source register and uses its low bits; the host branch is for
     # compiling the same source for the host (tests/fuzz/host_cuda.py)
@@ -298,6 +305,7 @@ HIP = CUDA.with_(
     min_max_of_negation="",
     negative_zero_f32="",
     opaque_divisor={},
+    one_cube_builds=False,          # the HIP backend builds one source for every launch
 )
 
 _OCL_TYPES = {

@@ -42,6 +42,7 @@ class Emitter:
         self.opaque_loops = dialect.opaque_loops and any(uses_barrier(op, dialect) for op in walk(kernel.body))
         self.unit_levels = None            # the uniformity of values, once a barrier loop needs it
         self.negations: set[int] = set()   # ids of signed integer negations (`Dialect.min_max_of_negation`)
+        self.count_axes: tuple[str, ...] = ()   # cube positions and counts read through macros (`Rendered`)
 
     def run(self):
         """Render the kernel: its interface (`_interface`) and declarations, its body, then the

@@ -33,6 +33,8 @@ class Memory:
             expr = "cb_lane"
         elif self.opaque_loops and name in UNIT_BUILTINS:
             expr = f"cb_{name}"             # a volatile read: see renderer._Renderer._declare_unit_state
+        elif name[-1] in self.count_axes and name[:-2] in ("cube_pos", "cube_count"):
+            expr = f"CB_{name.upper()}"       # 0 or 1 in a build for one cube along the axis
         elif name in self.d.builtins:
             expr = self.d.builtins[name]
         else:       # a cube extent the dialect has no builtin for (WGSL's): the kernel's, a constant

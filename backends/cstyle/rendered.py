@@ -58,9 +58,24 @@ class Rendered(Record, frozen=False):
     alignments: dict[int, int] = {}   # param index -> byte alignment needed
     subgroups: bool = False            # plane ops on the device's sub-group builtins (OpenCL)
     kernel_name: str = ""              # the kernel's own name, for messages (``name`` is its symbol)
+    # axes ("y", "z") whose cube position and count the source reads through macros: a build with
+    # -DCB_ONE_CUBE_Y=1 reads them as 0 and 1 (`Dialect.one_cube_builds`), so it runs launches of
+    # one cube along y only; without the macro the source reads them at run time
+    count_axes: tuple[str, ...] = ()
+    # per count axis, whether the first build assumes one cube along it: the kernel reads the
+    # axis only for linear positions (ABSOLUTE_POS, CUBE_POS, CUBE_COUNT), not by its name
+    first_one_cube: tuple[bool, ...] = ()
 
     def __post_init__(self):
         self.kernel_name = self.kernel_name or self.name
+
+    def one_cube(self, cube_count: tuple) -> tuple[bool, ...]:
+        """Per count axis, whether a launch of ``cube_count`` cubes has one cube along it."""
+        return tuple(cube_count["xyz".index(axis)] == 1 for axis in self.count_axes)
+
+    def one_cube_options(self, one_cube: tuple[bool, ...]) -> tuple[str, ...]:
+        """The compiler's definitions for a build for launches of shape ``one_cube``."""
+        return tuple(f"-DCB_ONE_CUBE_{axis.upper()}=1" for axis, one in zip(self.count_axes, one_cube) if one)
 
 
 __all__ = ["ERROR_WORDS", "EXTENT_WORDS", "INDEX_WORDS", "MAX_DIMS", "ArgSlot", "OOBSite", "Rendered"]

@@ -61,6 +61,13 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
         if any(op.opcode == "report_oob" for op in ops):
             self.needs.add("error")
         self.params, self.slots, self.alignments = [], [], {}
+        self.count_axes, self.first_one_cube = _count_axes(ops) if d.one_cube_builds else ((), ())
+        for axis in self.count_axes:
+            big = axis.upper()
+            self.structs[f"one_cube_{axis}"] = (
+                f"#if defined(CB_ONE_CUBE_{big}) && CB_ONE_CUBE_{big}\n#define CB_CUBE_POS_{big} 0\n"
+                f"#define CB_CUBE_COUNT_{big} 1\n#else\n#define CB_CUBE_POS_{big} {d.builtins[f'cube_pos_{axis}']}\n"
+                f"#define CB_CUBE_COUNT_{big} {d.builtins[f'cube_count_{axis}']}\n#endif")
         for p in self.k.params:
             if isinstance(p, Buffer):
                 name = self._unique(p.name)
@@ -181,7 +188,24 @@ class _Renderer(Naming, Arithmetic, Memory, PlaneOps, ControlFlow, Emitter):
         parts.append(sig + " {\n" + "\n".join(self.body) + "\n}")
         source = "\n\n".join(p for p in parts if p) + "\n"
         return Rendered(self.entry, source, self.slots, self.sites, self.units, self.P, self.dynamic_bytes,
-                        self.alignments, "cl_khr_subgroups" in self.needs, k.name)
+                        self.alignments, "cl_khr_subgroups" in self.needs, k.name, self.count_axes,
+                        self.first_one_cube)
+
+
+def _count_axes(ops: list[Op]) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    """The axes (y, z) whose cube position or count ``ops`` read, and per axis whether they read
+    its position only for linear positions (``implicit``: `cubepy.frontend.intrinsics.builtin_value`):
+    a kernel that names CUBE_POS_Y is launched with more than one cube along y, one that reads
+    ABSOLUTE_POS most often with one."""
+    read, named = set(), set()
+    for op in ops:
+        name = op.attrs.get("name", "") if op.opcode == "builtin" else ""
+        if name[:-2] in ("cube_pos", "cube_count") and name[-1] in "yz":
+            read.add(name[-1])
+            if name.startswith("cube_pos") and not op.attrs.get("implicit"):
+                named.add(name[-1])
+    axes = tuple(a for a in "yz" if a in read)
+    return axes, tuple(a not in named for a in axes)
 
 
 def _barrier_loop(ops, dialect: Dialect) -> bool:

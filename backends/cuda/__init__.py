@@ -83,45 +83,62 @@ def cache_dir() -> Path:
 
 
 class Executable:
-    """A kernel compiled for one GPU. A kernel with a launch test (checks per launch) is built
-    twice from one source: `proven` with ``CB_LAUNCH_OK=1`` (what runs where the host proved the
-    launch in bounds: the kernel without its checks' code, so with the registers and the load
-    scheduling of the unchecked kernel) at compile time, and `function` with ``CB_LAUNCH_OK=0``
-    (the checks per cube and per access) at the first launch that needs it. A kernel without
-    a launch test has only `function`, built at compile time."""
+    """A kernel compiled for one GPU: one source, built once per kind of launch on first need.
 
-    __slots__ = ("rendered", "device_index", "packer", "slots", "error", "from_disk", "proven", "_function",
-                 "_build", "_lock", "modules")
+    A kernel with a launch test (checks per launch) is built per answer: ``CB_LAUNCH_OK=1`` (what
+    runs where the host proved the launch in bounds: the kernel without its checks' code, so with
+    the registers and the load scheduling of the unchecked kernel) and ``CB_LAUNCH_OK=0`` (the
+    checks per cube and per access); a kernel without one has one answer (None). A kernel that
+    reads the cube position or count along y or z (`Rendered.count_axes`) is built per *shape*:
+    per such axis, whether the launch has one cube along it (``-DCB_ONE_CUBE_Y=1``: position 0,
+    count 1 at compile time, as a kernel indexed by ``blockIdx.x`` alone). The build of the
+    proven answer (or the only one) at the shape `Rendered.first_one_cube` is made at compile
+    time; every other at the first launch that needs it."""
+
+    __slots__ = ("rendered", "device_index", "packer", "slots", "error", "from_disk", "first_shape", "_proven_answer",
+                 "_functions", "_build", "_lock", "modules")
 
     def __init__(self, rendered: Rendered, device_index: int, packer: ArgPacker, slots: tuple, error: Any,
-                 build: Callable[[int | None], tuple]):
+                 build: Callable[[int | None, tuple], tuple]):
         self.rendered, self.device_index, self.packer, self.slots = rendered, device_index, packer, slots
         self.error = error
         self._build, self._lock, self.modules = build, threading.Lock(), []
-        self.proven = self._function = None
-        if any(slot.kind == "launch_ok" for slot in rendered.args):
-            self.proven, self.from_disk = self._built(1)
-        else:
-            self._function, self.from_disk = self._built(None)
+        self._functions: dict[tuple, Any] = {}
+        self._proven_answer = 1 if any(slot.kind == "launch_ok" for slot in rendered.args) else None
+        self.first_shape = rendered.first_one_cube
+        function, self.from_disk = self._built(self._proven_answer, self.first_shape)
+        self._functions[(self._proven_answer, self.first_shape)] = function
 
-    @property
-    def function(self) -> Any:
-        """The driver-level function (``.ptr``: the CUfunction) for launches not proven in bounds."""
-        found = self._function
-        if found is None:
-            with self._lock:
-                if self._function is None:
-                    self._function = self._built(0)[0]
-                found = self._function
-        return found
+    def shape(self, cube_count: tuple) -> tuple:
+        """The shape of a launch of ``cube_count`` cubes, as the builds are keyed."""
+        return self.rendered.one_cube(cube_count) if self.rendered.count_axes else ()
+
+    def proven(self, shape: tuple) -> Any:
+        """The driver-level function (``.ptr``: the CUfunction) for launches of ``shape`` the host
+        proved in bounds, or None where the kernel has no launch test."""
+        return None if self._proven_answer is None else self._function(1, shape)
+
+    def function(self, shape: tuple) -> Any:
+        """The driver-level function for launches of ``shape`` not proven in bounds."""
+        return self._function(0 if self._proven_answer is not None else None, shape)
 
     @property
     def any_function(self) -> Any:
-        """A function built already (for attributes both builds share)."""
-        return self.proven if self.proven is not None else self.function
+        """A function built already (for attributes every build shares: the same launch bounds)."""
+        return next(iter(self._functions.values()))
 
-    def _built(self, answer: int | None) -> tuple:
-        function, module, from_disk = self._build(answer)
+    def _function(self, answer: int | None, shape: tuple) -> Any:
+        key = (answer, shape)
+        found = self._functions.get(key)
+        if found is None:
+            with self._lock:
+                found = self._functions.get(key)
+                if found is None:
+                    found = self._functions[key] = self._built(answer, shape)[0]
+        return found
+
+    def _built(self, answer: int | None, shape: tuple) -> tuple:
+        function, module, from_disk = self._build(answer, shape)
         self.modules.append(module)           # kept alive with its functions
         return function, from_disk
 
@@ -255,10 +272,12 @@ class CudaBackend(DeviceBackend):
                     *CUDA_FP_FLAGS[kernel.fastmath], *((f"--Ofast-compile={fast}",) if fast else ()))
             version = str(cp.cuda.runtime.runtimeGetVersion())
 
-            def build(answer: int | None) -> tuple:
+            def build(answer: int | None, shape: tuple) -> tuple:
                 """(driver function, module, from_disk) of the source built for launches whose
-                launch test answered ``answer`` (None: the kernel has no launch test)."""
-                options = base if answer is None else (*base, f"-DCB_LAUNCH_OK={answer}")
+                launch test answered ``answer`` (None: the kernel has no launch test) and whose
+                cube count has the ``shape`` (`Rendered.one_cube`)."""
+                options = (*base, *(() if answer is None else (f"-DCB_LAUNCH_OK={answer}",)),
+                           *rendered.one_cube_options(shape))
                 key = hashlib.sha256("\0".join((rendered.source, arch, version, *options)).encode()).hexdigest()
                 with cp.cuda.Device(index):
                     module, from_disk = self._load(cp, rendered, options, key)
@@ -336,7 +355,8 @@ class CudaBackend(DeviceBackend):
             else:
                 v = bound[param]
                 values.append(v if v.__class__ is extra else extra(v))
-        function = executable.proven if proven else executable.function
+        shape = executable.shape(cube_count)
+        function = executable.proven(shape) if proven else executable.function(shape)
         self._enqueue(_cupy(), executable, function, cube_count, cube_dim, executable.packer.pack(*values))
 
     # --- memory: CuPy's pool, in the order of CuPy's current stream -----------------------------
@@ -378,11 +398,15 @@ class CudaBackend(DeviceBackend):
         # the host's answer to the launch test picks the build (`Executable`); without a launch
         # test there is one build and no answer (ok stays 1)
         selector = next((k for k, slot in enumerate(executable.slots) if slot[0] == LAUNCH_OK), None)
-        proven = executable.proven.ptr if executable.proven is not None else executable.function.ptr
+        # the builds for this launch's shape (`Executable`), chosen once: the launcher's count is fixed
+        shape = executable.shape(cube_count)
+        found = executable.proven(shape)
+        proven = (found if found is not None else executable.function(shape)).ptr
         if self._several_devices:
             def launch(params: int, ok: int = 1) -> None:
-                function = executable.proven if ok and executable.proven is not None else executable.function
-                self._enqueue(cp, executable, function, cube_count, cube_dim, params)
+                function = executable.proven(shape) if ok else None
+                self._enqueue(cp, executable, function if function is not None else executable.function(shape),
+                              cube_count, cube_dim, params)
         elif executable.error is not None:
             pending, streams = self._records(), self._pending_streams
 
@@ -390,14 +414,14 @@ class CudaBackend(DeviceBackend):
                 stream = named.ptr
                 if stream is None:
                     stream = current_stream().ptr
-                launch_kernel(proven if ok else executable.function.ptr, gx, gy, gz, bx, by, bz, shared, stream,
-                              params, 0)
+                launch_kernel(proven if ok else executable.function(shape).ptr, gx, gy, gz, bx, by, bz, shared,
+                              stream, params, 0)
                 pending[executable] = None
                 streams.add(stream)
         else:
             def launch(params: int, ok: int = 1) -> None:
                 stream = named.ptr
-                launch_kernel(proven if ok else executable.function.ptr, gx, gy, gz, bx, by, bz, shared,
+                launch_kernel(proven if ok else executable.function(shape).ptr, gx, gy, gz, bx, by, bz, shared,
                               current_stream().ptr if stream is None else stream, params, 0)
         return DirectLauncher(slots, executable.packer.submitter(launch, selector))
 

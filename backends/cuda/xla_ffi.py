@@ -70,8 +70,9 @@ def build_handler(executable, sources: dict[int, tuple[str, int]], ranks: dict[i
         w.emit(f"{pointer} = getelementptr ptr, ptr %pointers, i64 {k}")
         w.emit(f"store ptr {cell}, ptr {pointer}, align 8")
     (gx, gy, gz), (bx, by, bz) = cube_count, cube_dim
+    function = executable.function(executable.shape(cube_count))      # the build for this count's shape
     launched = w.tmp()
-    w.emit(f"{launched} = call i32 {w.address(fn['cuLaunchKernel'])}(ptr {w.address(executable.function.ptr)}, "
+    w.emit(f"{launched} = call i32 {w.address(fn['cuLaunchKernel'])}(ptr {w.address(function.ptr)}, "
            f"i32 {gx}, i32 {gy}, i32 {gz}, i32 {bx}, i32 {by}, i32 {bz}, i32 {rendered.dynamic_shared_bytes}, "
            f"ptr {stream}, ptr %pointers, ptr null)")
     _check(w, launched)

@@ -17,13 +17,18 @@ _I32 = Type(INDEX)
 
 
 # --- topology builtins ---------------------------------------------------------------------
-def builtin_value(ctx, name: str):
+def builtin_value(ctx, name: str, implicit: bool = False):
     """The value of a topology builtin, always of type i32. CubeDim and PlaneDim are part of the
     specialization: compile-time `I32` values, except a cube extent the spec leaves to run time
     (None in a shape-generic spec: `cubepy.runtime.shapes`), which is read with a ``builtin`` op
     and marked as computed from the extents (`Tracer.dim_value`). A unit position on an axis of
     extent 1 (and the lane at plane size 1) is the constant 0 of type i32, never a weakly typed
-    Python 0, so an expression has one type whatever the launch shape."""
+    Python 0, so an expression has one type whatever the launch shape.
+
+    ``implicit``: read for a linear position or count (``ABSOLUTE_POS``, ``CUBE_POS``,
+    ``CUBE_COUNT``) or a print's header, not by code that names the axis. A cube position or count
+    along y or z read so is marked ``implicit=True``: a backend that builds per launch shape
+    builds first for one cube along such an axis (docs/design.md, "Builds per launch shape")."""
     ops = ctx.ops
     dims = ctx.spec.cube_dim
     if name in ("cube_dim_x", "cube_dim_y", "cube_dim_z"):
@@ -43,28 +48,32 @@ def builtin_value(ctx, name: str):
         return ctx.entry_builtin(name)
     if name in ("cube_pos_x", "cube_pos_y", "cube_pos_z", "cube_count_x", "cube_count_y",
                 "cube_count_z", "unit_pos_plane"):
+        if implicit and name[-1] in "yz":
+            return ctx.entry_cached(f"{name}:implicit", lambda: ctx.builder.op("builtin", (), _I32, name=name,
+                                                                               implicit=True))
         return ctx.entry_builtin(name)
     if name in ("absolute_pos_x", "absolute_pos_y", "absolute_pos_z"):
         axis = name[-1]
 
         def compute():
-            return ops.binary("add", ops.binary("mul", builtin_value(ctx, f"cube_pos_{axis}"), _extent(ctx, axis)),
+            return ops.binary("add", ops.binary("mul", builtin_value(ctx, f"cube_pos_{axis}", implicit),
+                                                _extent(ctx, axis)),
                               builtin_value(ctx, f"unit_pos_{axis}"))
-        return ctx.entry_cached(name, compute)
+        return ctx.entry_cached(f"{name}:implicit" if implicit and axis in "yz" else name, compute)
     if name in ("absolute_pos", "unit_pos", "cube_pos"):
         def axis_extent(axis):
             if name == "absolute_pos":
-                return ops.binary("mul", builtin_value(ctx, f"cube_count_{axis}"), _extent(ctx, axis))
-            return _extent(ctx, axis) if name == "unit_pos" else builtin_value(ctx, f"cube_count_{axis}")
+                return ops.binary("mul", builtin_value(ctx, f"cube_count_{axis}", True), _extent(ctx, axis))
+            return _extent(ctx, axis) if name == "unit_pos" else builtin_value(ctx, f"cube_count_{axis}", True)
 
         def compute_linear():
-            x, y, z = (builtin_value(ctx, f"{name}_{a}") for a in "xyz")
+            x, y, z = (builtin_value(ctx, f"{name}_{a}", True) for a in "xyz")
             return ops.binary("add", x, ops.binary("mul", axis_extent("x"), ops.binary(
                 "add", y, ops.binary("mul", axis_extent("y"), z))))
         return ctx.entry_cached(name, compute_linear)
     if name == "cube_count":
         return ctx.entry_cached(name, lambda: ops.binary("mul", builtin_value(ctx, "cube_count_x"), ops.binary(
-            "mul", builtin_value(ctx, "cube_count_y"), builtin_value(ctx, "cube_count_z"))))
+            "mul", builtin_value(ctx, "cube_count_y", True), builtin_value(ctx, "cube_count_z", True))))
     raise AssertionError(name)
 
 

@@ -178,7 +178,7 @@ def _record_line(ctx, site_id: int, site: PrintSite, values: list) -> None:
         store_block, skip_block = Block(), Block()
         b.op("if", (fits,), blocks=(store_block, skip_block))
         with b.at(store_block):
-            header = [Const(site_id, _I32), *(builtin_value(ctx, f"cube_pos_{a}") for a in "xyz"),
+            header = [Const(site_id, _I32), *(builtin_value(ctx, f"cube_pos_{a}", True) for a in "xyz"),
                       builtin_value(ctx, "unit_pos")]
             for k, v in enumerate(header):
                 _store(ctx, words, base, k, ops.cast(v, i64))

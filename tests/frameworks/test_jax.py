@@ -199,7 +199,9 @@ def test_the_native_cuda_handler_is_valid_code_without_a_gpu():
     sources, ranks = {0: ("arg", 0), 1: ("ret", 0), 2: ("arg", 1)}, {0: 1, 1: 1, 2: 0}
 
     def executable(compiled):
-        return SimpleNamespace(rendered=render(compiled.ir_module, CUDA), function=SimpleNamespace(ptr=0x1234),
+        rendered = render(compiled.ir_module, CUDA)
+        return SimpleNamespace(rendered=rendered, shape=rendered.one_cube,     # one build for every shape here
+                               function=lambda shape: SimpleNamespace(ptr=0x1234),
                                error=SimpleNamespace(data=SimpleNamespace(ptr=0x5678)))
     by_address = scale.compile(x, out, factor, dim=64, device=ir_device)
     assert by_address.parameters[2].kind == "scalar_ref"

@@ -137,8 +137,9 @@ extern "C" void cb_host_launch({params}, int gx, int gy, int gz, int bx, int by,
         with open(cpp, "w") as f:
             f.write(_SHIM + text + launcher)
         runtime = _ubsan_runtime_dir(clang)
+        shape = rendered.one_cube_options(rendered.one_cube(program.cube_count))    # as the CUDA backend builds
         built = subprocess.run([clang, "-std=c++17", opt, "-w", "-fPIC", "-shared", "-fsanitize=undefined",
-                                "-shared-libsan", f"-Wl,-rpath,{runtime}", "-o", lib_path, cpp],
+                                "-shared-libsan", f"-Wl,-rpath,{runtime}", *shape, "-o", lib_path, cpp],
                                capture_output=True, text=True)
         if built.returncode:
             raise RuntimeError(f"seed {seed}: clang++ rejected the host build of the CUDA source:\n"

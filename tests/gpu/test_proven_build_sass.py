@@ -72,12 +72,14 @@ def test_a_proven_build_is_the_unchecked_kernels_sass(tmp_path, size):
         kernel = compiled.ir_module
         if kernel.units_bound is not None:      # shape-generic: CUDA's bound for these units
             kernel = dataclasses.replace(kernel, units_bound=CudaBackend().units_bound(math.prod(compiled.cube_dim)))
-        defines = ()
+        rendered = render(kernel, CUDA)
+        count = (launch.count, 1, 1) if isinstance(launch.count, int) else launch.count
+        defines = rendered.one_cube_options(rendered.one_cube(count))     # the build for a 1-D launch
+        assert len(defines) == 2
         if checked:
             assert kernel.launch_test is not None
-            count = (launch.count, 1, 1) if isinstance(launch.count, int) else launch.count
             assert LaunchCheck(kernel).evaluate(count, (launch.dim, 1, 1), list(launch.args))
-            defines = ("-DCB_LAUNCH_OK=1",)
-        sass[checked] = _sass(render(kernel, CUDA).source, tmp_path, f"vol3d_{checked}", defines)
+            defines = (*defines, "-DCB_LAUNCH_OK=1")
+        sass[checked] = _sass(rendered.source, tmp_path, f"vol3d_{checked}", defines)
     assert len(sass[False]) > 50
     assert sass[True] == sass[False]
