@@ -96,31 +96,43 @@ class Executable:
     time; every other at the first launch that needs it."""
 
     __slots__ = ("rendered", "device_index", "packer", "slots", "error", "from_disk", "first_shape", "_proven_answer",
-                 "_functions", "_build", "_lock", "modules")
+                 "_unproven_answer", "_axes", "_functions", "_build", "_lock", "modules")
 
     def __init__(self, rendered: Rendered, device_index: int, packer: ArgPacker, slots: tuple, error: Any,
                  build: Callable[[int | None, tuple], tuple]):
         self.rendered, self.device_index, self.packer, self.slots = rendered, device_index, packer, slots
         self.error = error
         self._build, self._lock, self.modules = build, threading.Lock(), []
-        self._functions: dict[tuple, Any] = {}
-        self._proven_answer = 1 if any(slot.kind == "launch_ok" for slot in rendered.args) else None
+        self._functions: dict[tuple, Any] = {}          # (answer, shape) -> its build's function
+        with_test = any(slot.kind == "launch_ok" for slot in rendered.args)
+        self._proven_answer, self._unproven_answer = (1, 0) if with_test else (None, None)
+        self._axes = tuple("xyz".index(axis) for axis in rendered.count_axes)
         self.first_shape = rendered.first_one_cube
         function, self.from_disk = self._built(self._proven_answer, self.first_shape)
         self._functions[(self._proven_answer, self.first_shape)] = function
 
     def shape(self, cube_count: tuple) -> tuple:
-        """The shape of a launch of ``cube_count`` cubes, as the builds are keyed."""
-        return self.rendered.one_cube(cube_count) if self.rendered.count_axes else ()
+        """The shape of a launch of ``cube_count`` cubes, as the builds are keyed (`Rendered.one_cube`)."""
+        axes = self._axes                  # on the full launch path: no more than it takes
+        if not axes:
+            return ()
+        if len(axes) == 2:
+            return (cube_count[1] == 1, cube_count[2] == 1)
+        return (cube_count[axes[0]] == 1,)
 
     def proven(self, shape: tuple) -> Any:
         """The driver-level function (``.ptr``: the CUfunction) for launches of ``shape`` the host
         proved in bounds, or None where the kernel has no launch test."""
-        return None if self._proven_answer is None else self._function(1, shape)
+        if self._proven_answer is None:
+            return None
+        found = self._functions.get((1, shape))
+        return found if found is not None else self._function(1, shape)
 
     def function(self, shape: tuple) -> Any:
         """The driver-level function for launches of ``shape`` not proven in bounds."""
-        return self._function(0 if self._proven_answer is not None else None, shape)
+        key = (self._unproven_answer, shape)
+        found = self._functions.get(key)
+        return found if found is not None else self._function(*key)
 
     @property
     def any_function(self) -> Any:
@@ -128,13 +140,11 @@ class Executable:
         return next(iter(self._functions.values()))
 
     def _function(self, answer: int | None, shape: tuple) -> Any:
-        key = (answer, shape)
-        found = self._functions.get(key)
-        if found is None:
-            with self._lock:
-                found = self._functions.get(key)
-                if found is None:
-                    found = self._functions[key] = self._built(answer, shape)[0]
+        """The build for ``(answer, shape)``, made now if no thread has made it."""
+        with self._lock:
+            found = self._functions.get((answer, shape))
+            if found is None:
+                found = self._functions[(answer, shape)] = self._built(answer, shape)[0]
         return found
 
     def _built(self, answer: int | None, shape: tuple) -> tuple:

@@ -147,10 +147,11 @@ def test_each_build_runs_its_shape_as_the_interpreter_does(tmp_path, count):
 def test_the_executable_builds_each_shape_once_on_first_need():
     """The build at the first shape is made when the kernel is compiled; the others at the first
     launch of their shape, per answer of the launch test."""
+    from cubepy.backends.cstyle.rendered import ArgSlot
     from cubepy.backends.cuda import Executable
 
     r = _rendered(positions)
-    r.args = [*r.args, type(r.args[0])("launch_ok")]       # as a kernel with a launch test renders
+    r.args = [*r.args, ArgSlot("launch_ok")]              # as a kernel with a launch test renders
     made = []
 
     def build(answer, shape):
@@ -160,8 +161,11 @@ def test_the_executable_builds_each_shape_once_on_first_need():
     executable = Executable(r, 0, None, (), None, build)
     assert made == [(1, (True, True))]
     one, two_rows = executable.shape((40, 1, 1)), executable.shape((20, 2, 1))
+    assert (one, two_rows, executable.shape((2, 3, 4))) == ((True, True), (False, True), (False, False))
     assert executable.proven(one) == (1, (True, True)) and len(made) == 1
     assert executable.function(two_rows) == (0, (False, True))
     assert executable.proven(two_rows) == (1, (False, True)) and executable.function(two_rows) == (0, (False, True))
     assert made == [(1, (True, True)), (0, (False, True)), (1, (False, True))]
     assert executable.modules == ["module1", "module2", "module3"]
+    by_rows = Executable(_rendered(rows), 0, None, (), None, build)      # y named: built first for any count
+    assert made[-1] == (None, (False,)) and by_rows.shape((4, 2, 1)) == (False,) and by_rows.shape((4, 1, 3)) == (True,)
