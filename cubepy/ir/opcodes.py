@@ -76,7 +76,8 @@ OPCODES: dict[str, str] = {
     "broadcast": "a scalar repeated into result.type's Line width",
     "extract": "attrs index: one element of a Line",
     "insert": "args (line, scalar), attrs index: a copy of the Line with one element replaced",
-    "builtin": f"attrs name in {BUILTINS}; an i32",
+    "builtin": f"attrs name in {BUILTINS}, implicit (optional: a y/z cube position or count read for a linear "
+               "position); an i32",
     "param": "attrs index, name: the launch value of a scalar parameter",
     "shape": "args (buffer,), attrs dim: the length of a global buffer along dim (i32)",
     "load": "args (buffer, *indices): one element; attrs checked (a checked index may be i64 or u64 until "
