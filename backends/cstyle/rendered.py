@@ -70,8 +70,14 @@ class Rendered(Record, frozen=False):
         self.kernel_name = self.kernel_name or self.name
 
     def one_cube(self, cube_count: tuple) -> tuple[bool, ...]:
-        """Per count axis, whether a launch of ``cube_count`` cubes has one cube along it."""
-        return tuple(cube_count["xyz".index(axis)] == 1 for axis in self.count_axes)
+        """Per count axis, whether a launch of ``cube_count`` cubes has one cube along it (on
+        CUDA's full launch path: no more work than that)."""
+        axes = self.count_axes
+        if not axes:
+            return ()
+        if len(axes) == 2:                 # ("y", "z")
+            return (cube_count[1] == 1, cube_count[2] == 1)
+        return (cube_count[1 if axes[0] == "y" else 2] == 1,)
 
     def one_cube_options(self, one_cube: tuple[bool, ...]) -> tuple[str, ...]:
         """The compiler's definitions for a build for launches of shape ``one_cube``."""

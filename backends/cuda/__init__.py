@@ -95,8 +95,8 @@ class Executable:
     proven answer (or the only one) at the shape `Rendered.first_one_cube` is made at compile
     time; every other at the first launch that needs it."""
 
-    __slots__ = ("rendered", "device_index", "packer", "slots", "error", "from_disk", "first_shape", "_proven_answer",
-                 "_unproven_answer", "_axes", "_functions", "_build", "_lock", "modules")
+    __slots__ = ("rendered", "device_index", "packer", "slots", "error", "from_disk", "_proven_answer",
+                 "_unproven_answer", "_functions", "_build", "_lock", "modules")
 
     def __init__(self, rendered: Rendered, device_index: int, packer: ArgPacker, slots: tuple, error: Any,
                  build: Callable[[int | None, tuple], tuple]):
@@ -106,19 +106,12 @@ class Executable:
         self._functions: dict[tuple, Any] = {}          # (answer, shape) -> its build's function
         with_test = any(slot.kind == "launch_ok" for slot in rendered.args)
         self._proven_answer, self._unproven_answer = (1, 0) if with_test else (None, None)
-        self._axes = tuple("xyz".index(axis) for axis in rendered.count_axes)
-        self.first_shape = rendered.first_one_cube
-        function, self.from_disk = self._built(self._proven_answer, self.first_shape)
-        self._functions[(self._proven_answer, self.first_shape)] = function
+        function, self.from_disk = self._built(self._proven_answer, rendered.first_one_cube)
+        self._functions[(self._proven_answer, rendered.first_one_cube)] = function
 
     def shape(self, cube_count: tuple) -> tuple:
-        """The shape of a launch of ``cube_count`` cubes, as the builds are keyed (`Rendered.one_cube`)."""
-        axes = self._axes                  # on the full launch path: no more than it takes
-        if not axes:
-            return ()
-        if len(axes) == 2:
-            return (cube_count[1] == 1, cube_count[2] == 1)
-        return (cube_count[axes[0]] == 1,)
+        """The shape of a launch of ``cube_count`` cubes, as the builds are keyed."""
+        return self.rendered.one_cube(cube_count)
 
     def proven(self, shape: tuple) -> Any:
         """The driver-level function (``.ptr``: the CUfunction) for launches of ``shape`` the host

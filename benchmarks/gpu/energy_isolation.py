@@ -43,6 +43,7 @@ import numpy as np
 import cubepy as cb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))      # the repository root: benchmarks.rajaperf
+from cubepy.backends.cstyle import CUDA, render  # noqa: E402
 from cubepy.backends.cstyle.flags import CUDA_FP_FLAGS  # noqa: E402
 
 from benchmarks.rajaperf.app import POISON  # noqa: E402
@@ -122,10 +123,11 @@ def variants_of(cp, dev, modules, problem, arrays, k: int) -> dict[str, object]:
         launcher = launch.kernel[launch.count, launch.dim]
         out[label] = lambda launcher=launcher, launch=launch, flag=flag: launcher(*launch.args, device=dev,
                                                                                   checked=flag)
-    source = unchecked.kernel.compile(*unchecked.args, dim=unchecked.dim, count=unchecked.count, device=dev,
-                                      checked=False).source()
-    name = unchecked.kernel.__name__
-    one_cube = tuple(f"-DCB_ONE_CUBE_{axis}=1" for axis in "YZ" if f"CB_ONE_CUBE_{axis}" in source)
+    compiled = unchecked.kernel.compile(*unchecked.args, dim=unchecked.dim, count=unchecked.count, device=dev,
+                                        checked=False)
+    rendered = render(compiled.ir_module, CUDA)                 # what compiled.source() is on cuda
+    source, name = rendered.source, unchecked.kernel.__name__
+    one_cube = rendered.one_cube_options(rendered.one_cube((unchecked.count, 1, 1)))
     out["cubepy's source, raw, 1-D build"] = raw_cubepy(cp, source, name, unchecked, unchecked.count, one_cube)
     out["cubepy's source, raw, 3-D build"] = raw_cubepy(cp, source, name, unchecked, unchecked.count)
     out["cubepy's source, Base_CUDA's index"] = raw_cubepy(cp, with_base_index(source), name, unchecked,

@@ -48,10 +48,7 @@ def builtin_value(ctx, name: str, implicit: bool = False):
         return ctx.entry_builtin(name)
     if name in ("cube_pos_x", "cube_pos_y", "cube_pos_z", "cube_count_x", "cube_count_y",
                 "cube_count_z", "unit_pos_plane"):
-        if implicit and name[-1] in "yz":
-            return ctx.entry_cached(f"{name}:implicit", lambda: ctx.builder.op("builtin", (), _I32, name=name,
-                                                                               implicit=True))
-        return ctx.entry_builtin(name)
+        return ctx.entry_builtin(name, implicit=implicit and name[-1] in "yz")
     if name in ("absolute_pos_x", "absolute_pos_y", "absolute_pos_z"):
         axis = name[-1]
 

@@ -56,7 +56,12 @@ class Tracer(CodeGen):
             self.dim_values.add(value.id)
         return value
 
-    def entry_builtin(self, name: str):
+    def entry_builtin(self, name: str, implicit: bool = False):
+        """The ``builtin`` op of ``name`` at kernel entry; ``implicit``: read for a linear position
+        (`cubepy.frontend.intrinsics.builtin_value`), an op of its own."""
+        if implicit:
+            return self.entry_cached(f"{name}:implicit", lambda: self.builder.op("builtin", (), Type(INDEX), name=name,
+                                                                                   implicit=True))
         return self.entry_cached(name, lambda: self.builder.op("builtin", (), Type(INDEX), name=name))
 
     def require_mutable(self, array: ArrayRef, what: str) -> None:

@@ -296,7 +296,7 @@ def test_a_launch_proven_in_bounds_runs_the_build_without_checks_and_the_others_
     shifted = _make_shifted()
     compiled = shifted.compile(cp.zeros(1000, cp.float32), cp.asarray(x), 0, dim=256, device=cuda_device)
     executable = compiled.executable
-    assert executable.proven(executable.first_shape) is not None and len(executable.modules) == 1
+    assert executable.proven(executable.rendered.first_one_cube) is not None and len(executable.modules) == 1
     launcher = shifted[4, 256]
     for _ in range(3):                             # cold, then the direct warm path
         out = cp.full(1000, cp.nan, cp.float32)
