@@ -24,7 +24,6 @@ import hashlib
 import os
 import pickle
 import threading
-from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +53,7 @@ from cubepy.runtime.events import not_recorded
 from cubepy.runtime.launch_checks import launch_in_bounds
 from cubepy.runtime.properties import DeviceProperties
 
+from ..cstyle.builds import BuildFn, Builds, build_options
 from ..cstyle.flags import CUDA_FP_FLAGS
 from . import cupti, device_query
 from .cupti import Tally
@@ -82,68 +82,17 @@ def cache_dir() -> Path:
     return CACHE.root
 
 
-class Executable:
-    """A kernel compiled for one GPU: one source, built once per kind of launch on first need.
+class Executable(Builds):
+    """A kernel compiled for one GPU: one source, built once per kind of launch on first need
+    (`Builds`: per answer to the launch test and per launch shape), with the launch's argument
+    packer and the device-side error record."""
 
-    A kernel with a launch test (checks per launch) is built per answer: ``CB_LAUNCH_OK=1`` (what
-    runs where the host proved the launch in bounds: the kernel without its checks' code, so with
-    the registers and the load scheduling of the unchecked kernel) and ``CB_LAUNCH_OK=0`` (the
-    checks per cube and per access); a kernel without one has one answer (None). A kernel that
-    reads the cube position or count along y or z (`Rendered.count_axes`) is built per *shape*:
-    per such axis, whether the launch has one cube along it (``-DCB_ONE_CUBE_Y=1``: position 0,
-    count 1 at compile time, as a kernel indexed by ``blockIdx.x`` alone). The build of the
-    proven answer (or the only one) at the shape `Rendered.first_one_cube` is made at compile
-    time; every other at the first launch that needs it."""
-
-    __slots__ = ("rendered", "device_index", "packer", "slots", "error", "from_disk", "_proven_answer",
-                 "_unproven_answer", "_functions", "_build", "_lock", "modules")
+    __slots__ = ("device_index", "packer", "slots", "error")
 
     def __init__(self, rendered: Rendered, device_index: int, packer: ArgPacker, slots: tuple, error: Any,
-                 build: Callable[[int | None, tuple], tuple]):
-        self.rendered, self.device_index, self.packer, self.slots = rendered, device_index, packer, slots
-        self.error = error
-        self._build, self._lock, self.modules = build, threading.Lock(), []
-        self._functions: dict[tuple, Any] = {}          # (answer, shape) -> its build's function
-        with_test = any(slot.kind == "launch_ok" for slot in rendered.args)
-        self._proven_answer, self._unproven_answer = (1, 0) if with_test else (None, None)
-        function, self.from_disk = self._built(self._proven_answer, rendered.first_one_cube)
-        self._functions[(self._proven_answer, rendered.first_one_cube)] = function
-
-    def shape(self, cube_count: tuple) -> tuple:
-        """The shape of a launch of ``cube_count`` cubes, as the builds are keyed."""
-        return self.rendered.one_cube(cube_count)
-
-    def proven(self, shape: tuple) -> Any:
-        """The driver-level function (``.ptr``: the CUfunction) for launches of ``shape`` the host
-        proved in bounds, or None where the kernel has no launch test."""
-        if self._proven_answer is None:
-            return None
-        found = self._functions.get((1, shape))
-        return found if found is not None else self._function(1, shape)
-
-    def function(self, shape: tuple) -> Any:
-        """The driver-level function for launches of ``shape`` not proven in bounds."""
-        key = (self._unproven_answer, shape)
-        found = self._functions.get(key)
-        return found if found is not None else self._function(*key)
-
-    @property
-    def any_function(self) -> Any:
-        """A function built already (for attributes every build shares: the same launch bounds)."""
-        return next(iter(self._functions.values()))
-
-    def _function(self, answer: int | None, shape: tuple) -> Any:
-        """The build for ``(answer, shape)``, made now if no thread has made it."""
-        with self._lock:
-            found = self._functions.get((answer, shape))
-            if found is None:
-                found = self._functions[(answer, shape)] = self._built(answer, shape)[0]
-        return found
-
-    def _built(self, answer: int | None, shape: tuple) -> tuple:
-        function, module, from_disk = self._build(answer, shape)
-        self.modules.append(module)           # kept alive with its functions
-        return function, from_disk
+                 build: BuildFn):
+        self.device_index, self.packer, self.slots, self.error = device_index, packer, slots, error
+        super().__init__(rendered, build)
 
 
 def _c_contiguous(a) -> bool:
@@ -279,8 +228,7 @@ class CudaBackend(DeviceBackend):
                 """(driver function, module, from_disk) of the source built for launches whose
                 launch test answered ``answer`` (None: the kernel has no launch test) and whose
                 cube count has the ``shape`` (`Rendered.one_cube`)."""
-                options = (*base, *(() if answer is None else (f"-DCB_LAUNCH_OK={answer}",)),
-                           *rendered.one_cube_options(shape))
+                options = (*base, *build_options(rendered, answer, shape))
                 key = hashlib.sha256("\0".join((rendered.source, arch, version, *options)).encode()).hexdigest()
                 with cp.cuda.Device(index):
                     module, from_disk = self._load(cp, rendered, options, key)
@@ -358,9 +306,8 @@ class CudaBackend(DeviceBackend):
             else:
                 v = bound[param]
                 values.append(v if v.__class__ is extra else extra(v))
-        shape = executable.shape(cube_count)
-        function = executable.proven(shape) if proven else executable.function(shape)
-        self._enqueue(_cupy(), executable, function, cube_count, cube_dim, executable.packer.pack(*values))
+        self._enqueue(_cupy(), executable, executable.for_launch(cube_count, proven), cube_count, cube_dim,
+                      executable.packer.pack(*values))
 
     # --- memory: CuPy's pool, in the order of CuPy's current stream -----------------------------
 
