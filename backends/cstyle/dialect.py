@@ -305,7 +305,6 @@ HIP = CUDA.with_(
     min_max_of_negation="",
     negative_zero_f32="",
     opaque_divisor={},
-    one_cube_builds=False,          # the HIP backend builds one source for every launch
 )
 
 _OCL_TYPES = {
@@ -376,6 +375,8 @@ OPENCL = Dialect(
     # written in inline PTX are `OPENCL_NVIDIA`'s)
     narrow_min_max=CUDA.narrow_min_max,
     min_max_of_negation=CUDA.min_max_of_negation,
+    # the OpenCL backend builds per launch shape as CUDA does (`backends/cstyle/builds.py`)
+    one_cube_builds=True,
 )
 
 # NVIDIA's OpenCL platform: its compiler takes inline PTX (`__asm__`), so CUDA's workarounds of

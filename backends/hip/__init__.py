@@ -2,7 +2,8 @@
 
 - probe: the device's gfx architecture (``gcnArchName``) and wavefront size (64 on CDNA, 32 on
   RDNA); planes are whole wavefronts and ballots are 64-bit on both.
-- compile: hiprtc with ``--offload-arch=<gfx>``; code objects are kept on disk under
+- compile: hiprtc with ``--offload-arch=<gfx>``, once per kind of launch (`cstyle.builds`: the
+  host's answer to the launch test and the launch's shape); code objects are kept on disk under
   ``$CUBEPY_CACHE_DIR/hip`` (`cubepy.runtime.disk_cache`: checksummed, built once across processes)
   keyed by sha256 of source, architecture, HIP version and options.
 - launch: ``hipModuleLaunchKernel`` through the shared host layer (`cubepy.runtime.device_host`):
@@ -17,8 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -31,6 +30,7 @@ from cubepy.runtime.launch_checks import launch_in_bounds
 from cubepy.runtime.properties import DeviceProperties
 
 from ..cstyle import HIP, Rendered, empty_record, oob_error, render
+from ..cstyle.builds import BuildFn, Builds, build_options
 
 _CTYPES = {"bool": ctypes.c_uint8, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
            "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32,
@@ -57,14 +57,16 @@ def _check(result, what: str = "HIP"):
     return rest[0] if len(rest) == 1 else rest
 
 
-@dataclass(eq=False)
-class Executable:
-    rendered: Rendered
-    module: Any
-    function: Any
-    device_index: int
-    error: Any = None          # device pointer to the error record
-    from_disk: bool = False    # loaded from the disk cache, not compiled
+class Executable(Builds):
+    """A kernel's code objects on one GPU: one source, built once per kind of launch on first need
+    (`Builds`: per answer to the launch test and per launch shape), with the device-side error
+    record (a device pointer)."""
+
+    __slots__ = ("device_index", "error")
+
+    def __init__(self, rendered: Rendered, device_index: int, build: BuildFn):
+        self.device_index, self.error = device_index, None
+        super().__init__(rendered, build)
 
 
 CACHE = DiskCache("hip", ".hsaco")
@@ -116,11 +118,11 @@ class HipBackend(DeviceBackend):
         rendered = self.render(kernel, properties)
         version = str(_check(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
         fp_flags = HIP.fp_flags[kernel.fastmath]
-        key = hashlib.sha256("\0".join((rendered.source, arch, version, *fp_flags)).encode()).hexdigest()
-        def build() -> bytes:
+
+        def compile_code(options: tuple) -> bytes:
             prog = _check(hiprtc.hiprtcCreateProgram(rendered.source.encode(), f"{rendered.name}.hip".encode(),
                                                      0, [], []), "hiprtcCreateProgram")
-            opts = [f"--offload-arch={arch}".encode(), b"-O3", b"-std=c++17", *(f.encode() for f in fp_flags)]
+            opts = [f"--offload-arch={arch}".encode(), b"-O3", b"-std=c++17", *(o.encode() for o in options)]
             err = hiprtc.hiprtcCompileProgram(prog, len(opts), opts)
             if getattr(err[0] if isinstance(err, tuple) else err, "value", 1) != 0:
                 size = _check(hiprtc.hiprtcGetProgramLogSize(prog))
@@ -133,11 +135,17 @@ class HipBackend(DeviceBackend):
             _check(hiprtc.hiprtcGetCode(prog, buf), "hiprtcGetCode")
             hiprtc.hiprtcDestroyProgram(prog.createRef())
             return bytes(buf)
-        code, from_disk = CACHE.get_or_build(key, build)
-        _check(hip.hipSetDevice(index), "hipSetDevice")
-        module = _check(hip.hipModuleLoadData(code), "hipModuleLoadData")
-        function = _check(hip.hipModuleGetFunction(module, rendered.name.encode()), "hipModuleGetFunction")
-        exe = Executable(rendered, module, function, index, from_disk=from_disk)
+
+        def build(answer: int | None, shape: tuple) -> tuple:
+            options = (*fp_flags, *build_options(rendered, answer, shape))
+            key = hashlib.sha256("\0".join((rendered.source, arch, version, *options)).encode()).hexdigest()
+            code, from_disk = CACHE.get_or_build(key, lambda: compile_code(options))
+            _check(hip.hipSetDevice(index), "hipSetDevice")
+            module = _check(hip.hipModuleLoadData(code), "hipModuleLoadData")
+            function = _check(hip.hipModuleGetFunction(module, rendered.name.encode()), "hipModuleGetFunction")
+            return function, module, from_disk
+
+        exe = Executable(rendered, index, build)
         if rendered.sites:
             rec = empty_record()
             exe.error = _check(hip.hipMalloc(rec.nbytes), "hipMalloc")
@@ -150,7 +158,7 @@ class HipBackend(DeviceBackend):
     def enqueue(self, executable: Executable, kernel: Kernel, cube_count, cube_dim, bound: list,
                 properties: DeviceProperties) -> None:
         hip, _ = _hip()
-        params, values = kernel.params, []
+        params, values, proven = kernel.params, [], False
         for slot in executable.rendered.args:
             if slot.kind == "buffer":
                 values.append(bound[slot.param].buffer)
@@ -161,11 +169,12 @@ class HipBackend(DeviceBackend):
             elif slot.kind == "scalar":
                 values.append(_CTYPES[slot.numpy](np.dtype(slot.numpy).type(bound[slot.param]).item()))
             elif slot.kind == "launch_ok":
-                values.append(ctypes.c_int32(int(launch_in_bounds(kernel, cube_count, cube_dim, bound))))
+                proven = launch_in_bounds(kernel, cube_count, cube_dim, bound)
+                values.append(ctypes.c_int32(int(proven)))
             else:
                 values.append(executable.error)
         r = executable.rendered
-        _check(hip.hipModuleLaunchKernel(executable.function, *(int(c) for c in cube_count),
+        _check(hip.hipModuleLaunchKernel(executable.for_launch(cube_count, proven), *(int(c) for c in cube_count),
                                          *(int(d) for d in cube_dim), sharedMemBytes=r.dynamic_shared_bytes,
                                          stream=None, kernelParams=None, extra=tuple(values)),
                "hipModuleLaunchKernel")

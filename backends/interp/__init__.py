@@ -32,9 +32,9 @@ class InterpBackend(Backend):
     def probe(self, plane_dim=32, races=False, checks_per_cube=False, guards_per_cube=False,
               checks_per_run=False, inline_array_bytes=0, checks_per_launch=False, **_) -> DeviceProperties:
         """``checks_per_cube=True`` versions kernels as the GPUs do (`cubepy.ir.cube_checks`),
-        ``checks_per_launch=True`` with it lets the host decide a whole launch first, as CUDA and
-        HIP do (`cubepy.runtime.launch_checks`), ``guards_per_cube=True`` also as the CPU does,
-        ``checks_per_run=True`` tests checked loads once per run as CUDA and HIP do
+        ``checks_per_launch=True`` with it lets the host decide a whole launch first, as the
+        GPU backends do (`cubepy.runtime.launch_checks`), ``guards_per_cube=True`` also as the CPU does,
+        ``checks_per_run=True`` tests checked loads once per run as the GPUs do
         (`cubepy.ir.run_checks`), ``inline_array_bytes=2048`` specializes small read-only host
         arrays as CUDA passes them by value (`cubepy.runtime.inline_arrays`), so the interpreter
         checks those transformations too."""

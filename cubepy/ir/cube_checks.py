@@ -1,6 +1,6 @@
 """Bounds checks once per cube instead of once per access (devices with ``checks_per_cube``: the
-CPU, which runs a cube's units in a loop on one thread, and CUDA/HIP, where per-access branches
-stop the compiler from merging loads).
+CPU, which runs a cube's units in a loop on one thread, and the GPUs (CUDA, HIP, OpenCL), where
+per-access branches stop the compiler from merging loads).
 
 An index computed by adds, subtracts and multiplications by cube-uniform values (parameters,
 shapes, cube positions, constants), and floor divisions and remainders by positive cube-uniform
@@ -26,7 +26,7 @@ requires (a positive constant step only). A guard's bound holds for the units pa
 and an op's own i32 test uses the guards where the op runs, which the uses of its value are
 inside of.
 
-Launches (``launch=True``, CUDA and HIP). On a GPU every unit evaluates the cube's test. The same
+Launches (``launch=True``, CUDA, HIP and OpenCL). On a GPU every unit evaluates the cube's test. The same
 analysis with the cube positions ranging over the cube count gives a test of the whole launch
 (`launch_test`) over parameters, extents and the launch shape: the host evaluates it
 (`cubepy.runtime.launch_checks`) and the kernel evaluates the cube's test only where the host's

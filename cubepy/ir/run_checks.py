@@ -1,5 +1,5 @@
 """Bounds checks once per run of loads instead of once per load (devices with ``checks_per_run``:
-CUDA and HIP, where a branch per checked load keeps the compiler from scheduling the loads
+CUDA, HIP and OpenCL, where a branch per checked load keeps the compiler from scheduling the loads
 together, and the CPU, where the checked gathers of RAJAPerf run twice as fast versioned).
 
 `cube_checks` tests accesses whose indices are affine in unit positions once per cube; an index

@@ -1,6 +1,6 @@
 """The host's test of a whole launch (`cubepy.ir.cube_checks.LaunchTest`), as Python.
 
-A checked kernel on a device with ``checks_per_launch`` (CUDA, HIP) tests once per cube that its
+A checked kernel on a device with ``checks_per_launch`` (CUDA, HIP, OpenCL) tests once per cube that its
 affine accesses lie inside their arrays; on a GPU every unit evaluates that test. Before each
 launch the host evaluates the kernel's launch test instead, from the arrays' extents, the scalar
 arguments and the launch shape, and passes the answer (the ``launch_in_bounds`` op): where the

@@ -28,14 +28,14 @@ class DeviceProperties:
     compute_units: int = 1
     features: frozenset[str] = field(default_factory=frozenset)
     # bounds checks of affine indices tested once per cube (cubepy.ir.cube_checks): the CPU,
-    # where the test is paid once per cube, and CUDA/HIP, where per-access branches stop the
-    # compiler from merging loads (every unit evaluates the test there)
+    # where the test is paid once per cube, and the GPUs (CUDA, HIP, OpenCL), where per-access
+    # branches stop the compiler from merging loads (every unit evaluates the test there)
     checks_per_cube: bool = False
     # decide guards a whole cube passes (`if i < n`) once per cube too, in unchecked kernels as
     # well: where masked loads and stores cost (the CPU), not where a compare is free (GPUs)
     guards_per_cube: bool = False
     # checked loads whose indices come from memory tested once per unit before a run of code that
-    # holds them (cubepy.ir.run_checks): CUDA, HIP and the CPU, for the same reasons as
+    # holds them (cubepy.ir.run_checks): CUDA, HIP, OpenCL and the CPU, for the same reasons as
     # checks_per_cube
     checks_per_run: bool = False
     # launch-parameter bytes a kernel may give to small read-only host arrays passed by value
@@ -43,7 +43,7 @@ class DeviceProperties:
     inline_array_bytes: int = 0
     # with checks_per_cube: the host tests a whole launch first (cubepy.ir.cube_checks.launch_test)
     # and passes the answer, so that no unit evaluates the cube's test where the launch passed:
-    # CUDA and HIP, where every unit evaluates it
+    # CUDA, HIP and OpenCL, where every unit evaluates it
     checks_per_launch: bool = False
 
     def __hash__(self) -> int:

@@ -1,14 +1,16 @@
-"""CUDA builds for launches of one cube along y or z (`Rendered.count_axes`, docs/design.md,
+"""Builds for launches of one cube along y or z (`Rendered.count_axes`, docs/design.md,
 "Builds per launch shape"): the source reads the cube position and count along those axes
 through macros, a build with ``-DCB_ONE_CUBE_Y=1`` reads them as 0 and 1, and the backend
 launches each count with the build of its shape. Here without a GPU: what is rendered, the PTX
 nvcc makes of each build, the same source run on the host (g++, CUDA's builtins emulated) for
-launches of every shape against the interpreter, and which builds the executable makes when.
+launches of every shape against the interpreter; the registers the HIP builds ask for (hipcc).
+Which builds an executable makes when: tests/runtime/test_builds_per_launch.py (on PoCL in CI).
 On a GPU: tests/gpu/test_cuda_device.py."""
 
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import shutil
 import subprocess
@@ -58,9 +60,10 @@ def test_the_axes_read_only_for_linear_positions_are_built_first_for_one_cube():
     assert named.count_axes == ("y",) and named.first_one_cube == (False,)       # CUBE_POS_Y named: 2-D launches
     plain = _rendered(units_only)
     assert plain.count_axes == () and "CB_ONE_CUBE" not in plain.source
-    for dialect in (OPENCL, HIP):            # one build for every launch there: the position read at run time
+    for dialect in (OPENCL, HIP):            # every C-style backend builds per shape (`cstyle.builds`)
         other = _rendered(positions, dialect)
-        assert other.count_axes == () and "CB_ONE_CUBE" not in other.source
+        assert other.count_axes == ("y", "z") and other.first_one_cube == (True, True)
+        assert "#define CB_CUBE_POS_Y 0" in other.source
 
 
 def test_a_launch_shape_names_its_build():
@@ -91,6 +94,28 @@ def test_the_one_cube_build_reads_the_position_from_x_alone(tmp_path):
     assert not re.search(r"%n?ctaid\.[yz]", one), one
     assert re.search(r"%ctaid\.y", general) and re.search(r"%ctaid\.z", general)
     assert "%ctaid.z" not in _ptx(tmp_path, r.source, r.one_cube_options((False, True)))
+
+
+def test_the_hip_one_cube_build_asks_for_no_y_or_z_workgroup_id(tmp_path):
+    """On AMD GPUs the workgroup id along y and z comes in registers the kernel asks for: the
+    one-cube build (hipcc for gfx90a) asks for neither, the general build for both."""
+    hipcc = shutil.which("hipcc")
+    if hipcc is None:
+        missing_toolchain("hipcc is not on PATH (apt-get install hipcc)")
+    r = _rendered(positions, HIP)
+    src = tmp_path / "k.hip"
+    src.write_text(r.source)
+
+    def asked(defines: tuple) -> set[str]:
+        asm = tmp_path / "k.s"
+        subprocess.run([hipcc, "--offload-arch=gfx90a", "-std=c++17", "--cuda-device-only", "-S", "-O3", *defines,
+                        "-o", str(asm), str(src)], check=True, capture_output=True, timeout=300,
+                       env={**os.environ, "HIP_PLATFORM": "amd"})
+        return set(re.findall(r"amdhsa_system_sgpr_workgroup_id_([yz]) 1", asm.read_text()))
+
+    assert asked(r.one_cube_options((True, True))) == set()
+    assert asked(r.one_cube_options((False, True))) == {"y"}
+    assert asked(()) == {"y", "z"}
 
 
 _SHIM = r"""
@@ -142,30 +167,3 @@ def test_each_build_runs_its_shape_as_the_interpreter_does(tmp_path, count):
     if r.one_cube(count) != (True, True):      # a 1-D build on a launch of more cubes is wrong: the test can fail
         wrong = _run_on_host(tmp_path, r, r.one_cube_options((True, True)), count, dim, n)
         assert not np.array_equal(wrong, want)
-
-
-def test_the_executable_builds_each_shape_once_on_first_need():
-    """The build at the first shape is made when the kernel is compiled; the others at the first
-    launch of their shape, per answer of the launch test."""
-    from cubepy.backends.cstyle.rendered import ArgSlot
-    from cubepy.backends.cuda import Executable
-
-    r = _rendered(positions)
-    r.args = [*r.args, ArgSlot("launch_ok")]              # as a kernel with a launch test renders
-    made = []
-
-    def build(answer, shape):
-        made.append((answer, shape))
-        return (answer, shape), f"module{len(made)}", False
-
-    executable = Executable(r, 0, None, (), None, build)
-    assert made == [(1, (True, True))]
-    one, two_rows = executable.shape((40, 1, 1)), executable.shape((20, 2, 1))
-    assert (one, two_rows, executable.shape((2, 3, 4))) == ((True, True), (False, True), (False, False))
-    assert executable.proven(one) == (1, (True, True)) and len(made) == 1
-    assert executable.function(two_rows) == (0, (False, True))
-    assert executable.proven(two_rows) == (1, (False, True)) and executable.function(two_rows) == (0, (False, True))
-    assert made == [(1, (True, True)), (0, (False, True)), (1, (False, True))]
-    assert executable.modules == ["module1", "module2", "module3"]
-    by_rows = Executable(_rendered(rows), 0, None, (), None, build)      # y named: built first for any count
-    assert made[-1] == (None, (False,)) and by_rows.shape((4, 2, 1)) == (False,) and by_rows.shape((4, 1, 3)) == (True,)
