@@ -104,8 +104,9 @@ class App:
     def written_arrays(self) -> tuple[str, ...]:
         return self.written or self.outputs
 
-    def poison(self, arrays: dict) -> None:
-        """Make what a previous run wrote unusable before a check (in place, any array type)."""
+    def poison(self, arrays: dict, memory=None) -> None:
+        """Make what a previous run wrote unusable before a check (in place, any array type; an
+        app that needs host-made values writes them through ``memory``, `memory.HostMemory` if None)."""
         for name in self.written_arrays():
             arrays[name].fill(POISON)
 

@@ -1,5 +1,6 @@
 """Where a run keeps its arrays: NumPy copies on host devices (``cpu``, ``interp``), CuPy arrays on
-``cuda``. Every contender of a kernel (cubepy and peers) works on the same device arrays."""
+``cuda``, pyopencl arrays on the device's queue on ``opencl``. Every contender of a kernel (cubepy
+and peers) works on the same device arrays."""
 
 from __future__ import annotations
 
@@ -42,10 +43,33 @@ class CupyMemory:
         self.cupy.cuda.runtime.deviceSynchronize()
 
 
+class OpenCLMemory:
+    platform = "opencl"
+
+    def __init__(self, device):
+        import pyopencl.array
+        self.arrays = pyopencl.array
+        self.queue = device.backend.queue(device.properties)      # arrays of this queue are used in place
+
+    def upload(self, host: np.ndarray):
+        return self.arrays.to_device(self.queue, np.ascontiguousarray(host))
+
+    def download(self, array) -> np.ndarray:
+        return array.get(self.queue)
+
+    def assign(self, array, host: np.ndarray) -> None:
+        array.set(np.ascontiguousarray(host), queue=self.queue)
+
+    def synchronize(self) -> None:
+        self.queue.finish()
+
+
 def memory_for(device):
     backend = device.properties.backend
     if backend in ("cpu", "interp"):
         return HostMemory()
     if backend == "cuda":
         return CupyMemory()
-    raise ValueError(f"the suite runs on cpu, interp and cuda devices, not {backend!r}")
+    if backend == "opencl":
+        return OpenCLMemory(device)
+    raise ValueError(f"the suite runs on cpu, interp, cuda and opencl devices, not {backend!r}")

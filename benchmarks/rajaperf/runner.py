@@ -17,7 +17,7 @@ from .timing import batch_size, fair_batches, interleaved, median, timer_for
 SIZES = {"default": 1, "32x": 32}
 VARIANTS = ("plain", "tuned")
 MODES = ("checked", "unchecked")
-SAMPLE_SECONDS = {"cpu": 0.05, "interp": 0.05, "cuda": 0.02}
+SAMPLE_SECONDS = {"cpu": 0.05, "interp": 0.05, "cuda": 0.02, "opencl": 0.02}
 
 
 @dataclass
@@ -151,7 +151,7 @@ class KernelRun:
             return
         app, memory = self.app, self.memory
         try:
-            app.poison(arrays)
+            app.poison(arrays, memory)
             c.rep()
             memory.synchronize()
             self.device.synchronize()       # raises what a checked kernel recorded (out-of-bounds)

@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 import cubepy as cb
 from cubepy import Array, Comptime, Mut, f64
 
 from ..app import App, Launch, Problem, Rep, cubes, tune_dim
+from ..memory import HostMemory
 from ..setup_data import DataInit
 
 NUM_D, NUM_G, NUM_M = 64, 32, 25
@@ -76,12 +79,13 @@ class Ltimes(App):
         for d in range(psi.shape[2]):       # phi += ell * psi one d at a time, as the C loop adds
             phi += ell[None, None, :, d] * psi[:, :, d, None]
 
-    def poison(self, arrays: dict) -> None:
+    def poison(self, arrays: dict, memory=None) -> None:
         # phi accumulates, so a check starts it from values a kernel that overwrites would lose
+        # (made on the host: not every device array library takes strided updates)
         phi = arrays["phi"]
-        phi[...] = 0.0
-        phi += 1.5
-        phi[::2] -= 3.25
+        values = np.full(phi.shape, 1.5)
+        values[::2] -= 3.25
+        (memory or HostMemory()).assign(phi, values)
 
     def plain(self, problem, a, device, checked):
         p = problem.params
