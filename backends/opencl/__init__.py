@@ -25,7 +25,9 @@ program's binaries costs it as much again as the build: 2.0 against 3.7 s per fu
 
 Arguments: NumPy arrays are copied in (and Mut ones back, into the same array, after the
 launch); ``pyopencl.array.Array`` arguments (of this device's context, at offset 0) are used in
-place: the runtime describes them as `DeviceArray`s of platform "opencl".
+place: the runtime describes them as `DeviceArray`s of platform "opencl", and warm launches of
+them take the direct path (`direct_launcher`: the arguments set and the build enqueued, nothing
+in between).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from cubepy.errors import (
 )
 from cubepy.ir.nodes import PLANE_OPS, Kernel, copied, walk
 from cubepy.ir.types import RUNTIME_CUBE_UNITS
+from cubepy.runtime.backend import DirectLauncher
 from cubepy.runtime.device_arrays import DeviceArray, NotContiguous, register_device_array
 from cubepy.runtime.device_host import DeviceBackend
 from cubepy.runtime.disk_cache import DiskCache
@@ -167,11 +170,24 @@ def _describe_cl_array(a) -> DeviceArray:
         raise NotContiguous(f"strides {a.strides}")
     if a.offset:
         raise ValueError(f"is an OpenCL array at offset {a.offset} inside its buffer; pass a copy at offset 0")
-    return DeviceArray(a, (a.base_data.int_ptr << 40) + a.offset, tuple(a.shape), a.dtype, False, "opencl")
+    return DeviceArray(a, (a.base_data.int_ptr << _HANDLE_SHIFT) + a.offset, tuple(a.shape), a.dtype, False,
+                       "opencl")
 
 
 def _cl_array_facts(a) -> tuple:
     return (a.dtype, a.ndim, a.flags.c_contiguous)
+
+
+def _cl_array_raw(a) -> tuple | None:
+    """The warm path's reading of a pyopencl array (`register_device_array`): its "pointer" is the
+    `DeviceArray`'s (the buffer's handle, shifted: distinct buffers never overlap), which the direct
+    launcher turns back into the buffer; an array at an offset takes the full path, which says why."""
+    if a.offset:
+        return None
+    return (a.dtype, a.shape, a.base_data.int_ptr << _HANDLE_SHIFT, a.flags.c_contiguous, False, None)
+
+
+_HANDLE_SHIFT = 40
 
 
 class OpenCLBackend(DeviceBackend):
@@ -206,7 +222,8 @@ class OpenCLBackend(DeviceBackend):
         cl = _cl()
         import pyopencl.array
 
-        register_device_array(pyopencl.array.Array, _describe_cl_array, _cl_array_facts)
+        register_device_array(pyopencl.array.Array, _describe_cl_array, _cl_array_facts, raw=_cl_array_raw,
+                              platform="opencl")
         try:
             platforms = cl.get_platforms()
         except Exception as e:  # no ICD loader or no platform
@@ -398,6 +415,60 @@ class OpenCLBackend(DeviceBackend):
         with executable.state.arguments:       # a pyopencl.Kernel holds its arguments until enqueued
             function.set_args(*values)
             _cl().enqueue_nd_range_kernel(self._current_queue(executable.state), function, gsize, local)
+
+    def direct_launcher(self, executable: Executable, kernel: Kernel, properties: DeviceProperties,
+                        cube_count, cube_dim, options: dict) -> DirectLauncher:
+        """The warm path's entry for pyopencl arrays: set the build's arguments and enqueue it on
+        the current queue (``stream=``'s, else the device's), nothing in between."""
+        cl = _cl()
+        to_buffer = cl.Buffer.from_int_ptr
+        slots, kinds = [], []
+        for kind, param, extra in executable.plan:
+            if kind == "buffer":
+                slots.append(("pointer", param, 1))
+            elif kind == "shape":
+                slots.append(("extent", param, extra))
+            elif kind == "scalar":
+                slots.append(("scalar", param))
+            elif kind == "launch_ok":
+                slots.append(("launch_ok", None, None))
+            kinds.append((kind, extra))
+        selector = next((k for k, slot in enumerate(slots) if slot[0] == "launch_ok"), None)
+        shape = executable.shape(cube_count)
+        found = executable.proven(shape)
+        proven = found if found is not None else executable.function(shape)
+        dims = 3 if cube_count[2] != 1 or cube_dim[2] != 1 else 2 if cube_count[1] != 1 or cube_dim[1] != 1 else 1
+        local = tuple(int(d) for d in cube_dim[:dims])
+        gsize = tuple(int(c) * d for c, d in zip(cube_count, local))
+        state, error, enqueue = executable.state, executable.error_buffer, cl.enqueue_nd_range_kernel
+        pending = self._records() if error is not None else None
+        stream, lock = _STREAM.get, state.arguments
+
+        def submit(*values) -> bool:
+            args, given = [], iter(values)
+            try:
+                for kind, extra in kinds:
+                    if kind == "buffer":
+                        args.append(to_buffer(next(given) >> _HANDLE_SHIFT, retain=True))
+                    elif kind == "scalar":
+                        args.append(extra(next(given)))
+                    elif kind == "error":
+                        args.append(error)
+                    else:
+                        args.append(next(given))
+            except OverflowError:           # a scalar its C type cannot hold: the full path says so
+                return False
+            function = proven if selector is None or values[selector] else executable.function(shape)
+            with lock:
+                try:
+                    function.set_args(*args)
+                except RuntimeError:        # an extent or scalar pyopencl cannot pack
+                    return False
+                enqueue(stream() or state.queue, function, gsize, local)
+            if pending is not None:
+                pending[executable] = None
+            return True
+        return DirectLauncher(tuple(slots), submit)
 
     def _current_queue(self, state: _DeviceState):
         return _STREAM.get() or state.queue

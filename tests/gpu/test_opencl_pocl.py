@@ -105,3 +105,107 @@ def test_a_driver_without_a_compile_cache_of_its_own_gets_programs_from_the_disk
     assert (after["compiles"] - before["compiles"], after["disk_loads"] - before["disk_loads"]) == (1, 1)
     entries = [p for p in (tmp_path / "opencl").rglob("*.clbin")]
     assert len(entries) == 1 and entries[0].stat().st_size > 0
+
+
+# --- the direct warm path (pyopencl arrays) -----------------------------------------------------
+
+@cb.kernel
+def _mixed(out: Mut[Array[cb.f64]], grid: Array[cb.f64], k: cb.i8, scale: f32, big: cb.i64, flag: cb.bool_):
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        row = i // grid.shape[1]
+        col = i % grid.shape[1]
+        v = grid[row, col] * scale + k + big
+        out[i] = v if flag else -v
+
+
+def _on_device(dev, host):
+    import pyopencl.array as cla
+
+    return cla.to_device(dev.backend.queue(dev.properties), host)
+
+
+def test_warm_launches_of_pyopencl_arrays_take_the_direct_path_and_match_the_full_path(opencl_device):
+    rng = np.random.default_rng(30)
+    grid = rng.standard_normal((24, 40))
+    want = np.full(grid.size, np.nan)
+    launcher = _mixed[4, 256]
+    launcher(want, grid, -7, 1.5, 2**40 + 3, True, device="interp")
+    out_dev, grid_dev = _on_device(opencl_device, np.full(grid.size, np.nan)), _on_device(opencl_device, grid)
+    for _ in range(3):                                           # cold, then warm
+        launcher(out_dev, grid_dev, -7, 1.5, 2**40 + 3, True, device=opencl_device)
+    assert launcher.warm_path.direct
+    np.testing.assert_allclose(out_dev.get(), want, rtol=1e-6)
+    launcher(out_dev, grid_dev, -7, 1.5, 2**40 + 3, False, device=opencl_device)     # warm, another value
+    np.testing.assert_allclose(out_dev.get(), -want, rtol=1e-6)
+    with pytest.raises(cb.ArgumentValueError, match="'k'"):    # does not fit i8: the full path's error
+        launcher(out_dev, grid_dev, 300, 1.5, 2**40 + 3, True, device=opencl_device)
+
+
+def test_a_warm_launch_out_of_bounds_runs_the_checked_build_and_reports(opencl_device):
+    from tests.runtime.test_builds_per_launch import _make_shifted
+
+    shifted = _make_shifted()
+    x = np.random.default_rng(31).random(1003).astype(np.float32)
+    out, x_dev = _on_device(opencl_device, np.full(1000, np.nan, np.float32)), _on_device(opencl_device, x)
+    launcher = shifted[4, 256]
+    for _ in range(3):
+        launcher(out, x_dev, 3, device=opencl_device)
+    assert launcher.warm_path.direct
+    np.testing.assert_array_equal(out.get(), x[3:])
+    with pytest.raises(cb.OutOfBoundsError, match="array 'x'"):
+        launcher(out, x_dev, 5, device=opencl_device)
+        opencl_device.synchronize()
+    np.testing.assert_array_equal(out.get()[:998], x[5:])
+
+
+def test_an_array_at_an_offset_takes_the_full_path_which_says_why(opencl_device):
+    x = _on_device(opencl_device, np.ones(512, np.float32))
+    y = _on_device(opencl_device, np.ones(256, np.float32))
+    launcher = saxpy[1, 256]
+    for _ in range(2):
+        launcher(x[:256], y, 2.0, device=opencl_device)
+    with pytest.raises(ValueError, match="at offset"):
+        launcher(x[256:], y, 2.0, device=opencl_device)
+
+
+def test_a_warm_launch_with_stream_goes_on_that_queue(opencl_device):
+    import pyopencl as cl
+
+    queue = cl.CommandQueue(opencl_device.backend.queue(opencl_device.properties).context)
+    x = _on_device(opencl_device, np.arange(256, dtype=np.float32))
+    y = _on_device(opencl_device, np.zeros(256, np.float32))
+    launcher = saxpy[1, 256]
+    for _ in range(3):
+        launcher(x, y, 1.0, device=opencl_device, stream=queue)
+    queue.finish()
+    np.testing.assert_array_equal(y.get(), 3 * np.arange(256, dtype=np.float32))
+
+
+def test_warm_launches_from_several_threads_each_run_their_own_arguments(opencl_device):
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = np.random.default_rng(32).random(4096 + 64).astype(np.float32)
+    x_dev = _on_device(opencl_device, x)
+    from tests.runtime.test_builds_per_launch import _shifted
+
+    launcher = _shifted[16, 256]
+
+    def run(k: int) -> bool:
+        out = _on_device(opencl_device, np.full(4096, np.nan, np.float32))
+        ok = True
+        for _ in range(20):
+            launcher(out, x_dev, k, device=opencl_device)
+            ok &= np.array_equal(out.get(), x[k:k + 4096])
+        return ok
+
+    run(0)
+    assert launcher.warm_path.direct
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            assert all(pool.map(run, (0, 17, 33, 64)))
+    finally:
+        sys.setswitchinterval(interval)
