@@ -275,7 +275,7 @@ class OpenCLBackend(DeviceBackend):
             shared_memory_per_cube=int(dev.local_mem_size) - 8 * int(dev.max_work_group_size),
             vector_widths=(1, 2, 4, 8, 16), compute_units=int(dev.max_compute_units),
             features=frozenset(features), checks_per_cube=True, checks_per_run=True,
-            checks_per_launch=bool(checks_per_launch))
+            checks_per_launch=bool(checks_per_launch), versions_barriers=False)
         if isinstance(build_options, str) or not all(isinstance(o, str) for o in build_options):
             raise ArgumentValueError(f"build_options takes a tuple of OpenCL compiler options, got {build_options!r}")
         # f32 division and sqrt may be approximate (2.5 and 3 ulp) in OpenCL unless asked for

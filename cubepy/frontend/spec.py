@@ -46,8 +46,9 @@ class KernelSpec:
     units_bound: int | None = None     # shape-generic: the most units per cube it launches with
     inline_array_bytes: int = 0        # launch-parameter bytes its inline arrays may take together
     checks_per_launch: bool = False    # the host decides a whole launch before the cube's test
+    versions_barriers: bool = True     # checks_per_cube may version a body holding barriers
 
     def key(self) -> tuple:
         return (tuple(p.key() for p in self.params), self.cube_dim, self.plane_dim, self.checked, self.fastmath,
                 self.checks_per_cube, self.guards_per_cube, self.prints, self.checks_per_run, self.units_bound,
-                self.inline_array_bytes, self.checks_per_launch)
+                self.inline_array_bytes, self.checks_per_launch, self.versions_barriers)

@@ -302,4 +302,5 @@ def trace_kernel(fn, spec: KernelSpec, name: str | None = None) -> Kernel:
     return PIPELINE.run(kernel, Options(checks_per_cube=spec.checks_per_cube, guards_per_cube=spec.guards_per_cube,
                                         checks_per_run=spec.checks_per_run,
                                         checks_per_launch=spec.checks_per_launch,
+                                        versions_barriers=spec.versions_barriers,
                                         inline_array_bytes=spec.inline_array_bytes))

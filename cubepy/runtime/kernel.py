@@ -308,7 +308,8 @@ class KernelFunction:
                           dev.properties.checks_per_cube, dev.properties.guards_per_cube, settings.kernel_prints(),
                           checks_per_run=dev.properties.checks_per_run,
                           inline_array_bytes=dev.properties.inline_array_bytes,
-                          checks_per_launch=dev.properties.checks_per_launch)
+                          checks_per_launch=dev.properties.checks_per_launch,
+                          versions_barriers=dev.properties.versions_barriers)
         key = (dev.key(), spec.key())
         hit = self._cache.get(key)
         if hit is None:

@@ -45,6 +45,11 @@ class DeviceProperties:
     # and passes the answer, so that no unit evaluates the cube's test where the launch passed:
     # CUDA, HIP and OpenCL, where every unit evaluates it
     checks_per_launch: bool = False
+    # with checks_per_cube: a kernel whose body holds barriers (sync_cube, plane ops) is versioned
+    # too; False where the backend must find every barrier outside conditionals (OpenCL: its
+    # barrier lowering, cubepy.ir.hoist, turned the version's per-unit early returns into
+    # barriers some units miss), which keeps such a kernel's checks at its accesses
+    versions_barriers: bool = True
 
     def __hash__(self) -> int:
         # Backends look their devices up by properties on every launch and event: hash what tells
