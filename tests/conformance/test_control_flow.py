@@ -669,3 +669,28 @@ def test_a_guard_between_barrier_pairs_in_a_loop_holds_back_the_units_it_should(
         last = x2[(nu - 1) % len(x2)]
         want[:nu * 12:12] = np.float32(np.int8(np.int16(1) | np.int16(np.trunc(last))))
         np.testing.assert_array_equal(out, want)
+
+
+@cb.kernel
+def _return_after_barrier(x: Array[f64], pick: Array[i8], out: Mut[Array[f64]], limit: f64):
+    i = cb.ABSOLUTE_POS
+    if u32(1) >= u32(3):             # a return before the barrier, folded away only by the compiler
+        return
+    cb.sync_cube()
+    # a load at an index read from memory, under a per-unit choice, decides a per-unit return
+    if x[(i64(pick[127 % len(pick)]) if 1 < cb.UNIT_POS_PLANE else i64(-100)) % len(x)] < limit:
+        return
+    if i < len(out):
+        out[i] = x[i % len(x)] + 1.0
+
+
+def test_a_per_unit_return_after_a_barrier_in_a_checked_kernel(dev, rng):
+    """The fuzzer's seeds 640890189 and 640890289: OpenCL's barrier lowering once left the
+    barrier under the per-unit return of a checked kernel's version (a DivergenceError)."""
+    x, pick = rng.random(61) * 100, rng.integers(-128, 127, 130).astype(np.int8)
+    out = poisoned(192, np.float64)
+    _return_after_barrier[(2, 1, 2), 48](x, pick, out, 50.0, device=dev)
+    unit_plane = (np.arange(192) % 48) % dev.properties.plane_dim
+    chosen = np.where(1 < unit_plane, pick[127 % len(pick)].astype(np.int64), -100) % len(x)
+    want = np.where(x[chosen] < 50.0, np.nan, x[np.arange(192) % len(x)] + 1.0)
+    np.testing.assert_array_equal(out, want)
