@@ -336,3 +336,12 @@ def copy_any(a: Array, out: Mut[Array]):
 def oob(x: Array[f32], y: Mut[Array[f32]]):
     i = cb.ABSOLUTE_POS
     y[i] = x[i + 3]
+
+
+@cb.kernel
+def linear_positions(out: Mut[Array[i32]]):
+    """Each unit writes its linear cube position, unit position and cube count (the 3-D launch's
+    linear builtins: the builds per launch shape read the y and z axes only for these)."""
+    i = cb.ABSOLUTE_POS
+    if i < len(out):
+        out[i] = cb.CUBE_POS * 1000 + cb.UNIT_POS + cb.CUBE_COUNT * 1000000

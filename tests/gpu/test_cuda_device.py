@@ -314,40 +314,6 @@ def test_a_launch_proven_in_bounds_runs_the_build_without_checks_and_the_others_
     assert "#define CB_LAUNCH_OK (cb_launch_ok != 0)" in src
 
 
-@cb.kernel
-def _positions(out: cb.Mut[cb.Array[cb.i32]]):
-    i = cb.ABSOLUTE_POS
-    if i < len(out):
-        out[i] = cb.CUBE_POS * 1000 + cb.UNIT_POS + cb.CUBE_COUNT * 1000000
-
-
-@pytest.mark.parametrize("checked", [False, True])
-def test_each_launch_shape_runs_its_own_build_by_every_launch_form(cuda_device, checked, monkeypatch):
-    """A kernel reading ABSOLUTE_POS is built for one cube along y and z first, and for each other
-    shape of cube count at its first launch (`Rendered.count_axes`); every launch form runs the
-    build of its count's shape: the launcher, ``launch``, the compiled handle's launcher."""
-    cp = pytest.importorskip("cupy")
-    monkeypatch.setenv("CUBEPY_TRACE_INDEX", "0")         # this kernel's own executable, built here
-    dim, n = (8, 1, 1), 48
-    counts = [(6, 1, 1), (3, 2, 1), (2, 1, 3), (1, 3, 2), (6, 1, 1), cb.CubeCount(3, 2)]
-    compiled = _positions.compile(cp.zeros(n, cp.int32), dim=dim, device=cuda_device, checked=checked)
-    for count in counts:
-        want = np.full(n, -7, np.int32)
-        _positions.launch(count, dim, want, device="interp")
-        for form in ("launcher", "launch", "compiled"):
-            out = cp.full(n, -7, cp.int32)
-            if form == "launcher":
-                _positions[count, dim](out, device=cuda_device, checked=checked)
-            elif form == "launch":
-                _positions.launch(count, dim, out, device=cuda_device, checked=checked)
-            else:
-                compiled[count](out)
-            np.testing.assert_array_equal(cp.asnumpy(out), want, err_msg=f"{form} at {count}")
-    shapes = {compiled.executable.shape(tuple(c)) for c in counts}
-    assert len(shapes) == 4
-    assert len(compiled.executable.modules) == len(shapes)      # one build per shape (proven where checked)
-
-
 @pytest.mark.filterwarnings("ignore::cubepy.TransferWarning")
 @pytest.mark.parametrize("arrays", ["cupy", "numpy"])
 def test_the_profiles_device_time_lies_within_events_around_each_launch(cuda_device, arrays):

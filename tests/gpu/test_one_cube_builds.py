@@ -22,15 +22,9 @@ from cubepy.backends.cstyle import CUDA, HIP, OPENCL, render
 
 import cubepy as cb
 from cubepy import Array, Mut, i32
+from tests.kernels import linear_positions as positions
 
 INTERP = cb.device("interp", plane_dim=32, shape_generic=False)
-
-
-@cb.kernel
-def positions(out: Mut[Array[i32]]):
-    i = cb.ABSOLUTE_POS
-    if i < len(out):
-        out[i] = cb.CUBE_POS * 1000 + cb.UNIT_POS + cb.CUBE_COUNT * 1000000
 
 
 @cb.kernel

@@ -20,6 +20,7 @@ from cubepy.backends.cstyle.builds import Builds, build_options
 
 import cubepy as cb
 from cubepy import Array, Mut, f32, i32
+from tests.kernels import linear_positions as _positions
 
 
 def _make_shifted():
@@ -35,13 +36,6 @@ def _make_shifted():
 
 
 _shifted = _make_shifted()
-
-
-@cb.kernel
-def _positions(out: Mut[Array[i32]]):
-    i = cb.ABSOLUTE_POS
-    if i < len(out):
-        out[i] = cb.CUBE_POS * 1000 + cb.UNIT_POS + cb.CUBE_COUNT * 1000000
 
 
 @cb.kernel
@@ -144,24 +138,46 @@ def test_a_proven_launch_runs_the_build_without_checks_and_another_builds_the_ch
     assert "#define CB_LAUNCH_OK (cb_launch_ok != 0)" in compiled.source()
 
 
+def _arrays(dev, kind: str):
+    """``(to the device, back to NumPy)`` for NumPy arrays ("host") or the device's own ("device":
+    CuPy arrays on CUDA, pyopencl arrays on OpenCL: the direct warm path)."""
+    if kind == "host":
+        return np.array, np.asarray
+    if dev.backend_name == "cuda":
+        cp = pytest.importorskip("cupy")
+        return cp.asarray, cp.asnumpy
+    if dev.backend_name == "opencl":
+        import pyopencl.array as cla
+
+        queue = dev.backend.queue(dev.properties)
+        return (lambda a: cla.to_device(queue, a)), (lambda a: a.get())
+    pytest.skip(f"no device arrays for {dev.name}")
+
+
+@pytest.mark.parametrize("arrays", ["host", "device"])
 @pytest.mark.parametrize("checked", [False, True])
-def test_each_launch_shape_runs_its_own_build_by_every_launch_form(built_dev, checked, monkeypatch):
+def test_each_launch_shape_runs_its_own_build_by_every_launch_form(built_dev, checked, arrays, monkeypatch):
+    """A kernel reading ABSOLUTE_POS is built for one cube along y and z first, and for each other
+    shape of cube count at its first launch; every launch form runs the build of its count's
+    shape: the launcher, ``launch``, the compiled handle's launcher, by the full path (NumPy
+    arrays) and the direct warm path (device arrays)."""
     monkeypatch.setenv("CUBEPY_TRACE_INDEX", "0")
+    to_device, to_host = _arrays(built_dev, arrays)
     dim, n = (8, 1, 1), 48
     counts = [(6, 1, 1), (3, 2, 1), (2, 1, 3), (1, 3, 2), (6, 1, 1), cb.CubeCount(3, 2)]
-    compiled = _positions.compile(np.zeros(n, np.int32), dim=dim, device=built_dev, checked=checked)
+    compiled = _positions.compile(to_device(np.zeros(n, np.int32)), dim=dim, device=built_dev, checked=checked)
     for count in counts:
         want = np.full(n, -7, np.int32)
         _positions[count, dim](want, device="interp")      # (the resident runs wrap `launch`)
         for form in ("launcher", "launch", "compiled"):
-            out = np.full(n, -7, np.int32)
+            out = to_device(np.full(n, -7, np.int32))
             if form == "launcher":
                 _positions[count, dim](out, device=built_dev, checked=checked)
             elif form == "launch":
                 _positions.launch(count, dim, out, device=built_dev, checked=checked)
             else:
                 compiled[count](out)
-            np.testing.assert_array_equal(out, want, err_msg=f"{form} at {count}")
+            np.testing.assert_array_equal(to_host(out), want, err_msg=f"{form} at {count}")
     shapes = {compiled.executable.shape(tuple(c)) for c in counts}
     assert len(shapes) == 4 and {shape for _, shape in compiled.executable.built} == shapes
 
