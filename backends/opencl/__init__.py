@@ -174,6 +174,14 @@ def _describe_cl_array(a) -> DeviceArray:
                        "opencl")
 
 
+def _ranges(cube_count, cube_dim) -> tuple[tuple, tuple]:
+    """The launch's global and local ranges, in as few work dimensions as it has (PoCL enqueues a
+    1-D range in half the time of the same range as 3-D); the kernel's builtins read the same."""
+    dims = 3 if cube_count[2] != 1 or cube_dim[2] != 1 else 2 if cube_count[1] != 1 or cube_dim[1] != 1 else 1
+    local = tuple(int(d) for d in cube_dim[:dims])
+    return tuple(int(c) * d for c, d in zip(cube_count, local)), local
+
+
 def _cl_array_facts(a) -> tuple:
     return (a.dtype, a.ndim, a.flags.c_contiguous)
 
@@ -407,11 +415,7 @@ class OpenCLBackend(DeviceBackend):
             else:
                 values.append(executable.error_buffer)
         function = executable.for_launch(cube_count, proven)
-        # as few work dimensions as the launch has (PoCL enqueues a 1-D range in half the time of
-        # the same range as 3-D); the kernel's builtins read the same either way
-        dims = 3 if cube_count[2] != 1 or cube_dim[2] != 1 else 2 if cube_count[1] != 1 or cube_dim[1] != 1 else 1
-        local = tuple(int(d) for d in cube_dim[:dims])
-        gsize = tuple(int(c) * d for c, d in zip(cube_count, local))
+        gsize, local = _ranges(cube_count, cube_dim)
         with executable.state.arguments:       # a pyopencl.Kernel holds its arguments until enqueued
             function.set_args(*values)
             _cl().enqueue_nd_range_kernel(self._current_queue(executable.state), function, gsize, local)
@@ -437,9 +441,7 @@ class OpenCLBackend(DeviceBackend):
         shape = executable.shape(cube_count)
         found = executable.proven(shape)
         proven = found if found is not None else executable.function(shape)
-        dims = 3 if cube_count[2] != 1 or cube_dim[2] != 1 else 2 if cube_count[1] != 1 or cube_dim[1] != 1 else 1
-        local = tuple(int(d) for d in cube_dim[:dims])
-        gsize = tuple(int(c) * d for c, d in zip(cube_count, local))
+        gsize, local = _ranges(cube_count, cube_dim)
         state, error, enqueue = executable.state, executable.error_buffer, cl.enqueue_nd_range_kernel
         pending = self._records() if error is not None else None
         stream, lock = _STREAM.get, state.arguments
