@@ -45,7 +45,7 @@ class Options:
     guards_per_cube: bool = False      # and decide there the guards every unit of a cube passes
     checks_per_launch: bool = False    # and let the host decide a whole launch first (`cube_checks.launch_test`)
     checks_per_run: bool = False       # test the checked loads of a run of code once before it (`run_checks`)
-    versions_barriers: bool = True     # `check_per_cube` may version a kernel that holds barriers
+    versions_barriers: bool = True     # checks may be versioned (per cube, per run) in a kernel with barriers
     inline_array_bytes: int = 0        # parameter bytes the arrays passed by value may take (`inline_arrays`)
 
 
