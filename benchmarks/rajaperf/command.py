@@ -17,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kernels", default=o.kernels,
                         help="comma-separated kernels (DEL_DOT_VEC_2D, ENERGY, FIR, LTIMES, MATVEC_3D_STENCIL, "
                              "PRESSURE, VOL3D) or 'all'")
-    parser.add_argument("--device", default=o.device, help="cubepy device: cpu, cuda, opencl, interp (default: the current)")
+    parser.add_argument("--device", default=o.device,
+                        help="cubepy device: cpu, cuda, opencl, interp (default: the current)")
     parser.add_argument("--sizes", default=o.sizes, help="default, 32x, or target sizes such as 4000 (comma-separated)")
     parser.add_argument("--variants", default=o.variants,
                         help="plain, tuned (ports) and checked, unchecked (modes); an axis not named keeps all")
