@@ -345,3 +345,15 @@ def linear_positions(out: Mut[Array[i32]]):
     i = cb.ABSOLUTE_POS
     if i < len(out):
         out[i] = cb.CUBE_POS * 1000 + cb.UNIT_POS + cb.CUBE_COUNT * 1000000
+
+
+def make_shifted():
+    """A fresh kernel object each call (its compiled kernels, builds and launchers its own, so a
+    test counts only the builds its own launches made): ``out[i] = x[i + d]``, checked, with a
+    launch test the host answers from ``len(x)`` and ``d``."""
+    @cb.kernel
+    def shifted(out: Mut[Array[f32]], x: Array[f32], d: i32):
+        i = cb.ABSOLUTE_POS
+        if i < len(out):
+            out[i] = x[i + d]
+    return shifted

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cubepy as cb
-from tests.kernels import oob, saxpy
+from tests.kernels import make_shifted, oob, saxpy
 
 
 @pytest.fixture(scope="module")
@@ -249,17 +249,7 @@ def test_preloaded_arrays_take_the_direct_warm_path(cuda_device):
         launcher(x_dev, x_dev, 2.0, device=cuda_device)
 
 
-def _make_shifted():
-    """A fresh kernel object (its compiled kernels and launchers its own) each call."""
-    @cb.kernel
-    def _shifted(out: cb.Mut[cb.Array[cb.f32]], x: cb.Array[cb.f32], d: cb.i32):
-        i = cb.ABSOLUTE_POS
-        if i < len(out):
-            out[i] = x[i + d]
-    return _shifted
-
-
-_shifted = _make_shifted()
+_shifted = make_shifted()
 
 
 def test_launches_the_host_finds_in_bounds_and_others_through_both_paths(cuda_device):
@@ -293,7 +283,7 @@ def test_a_launch_proven_in_bounds_runs_the_build_without_checks_and_the_others_
     # cache the first assertion below then saw two builds (an H100 run, nineteenth session).
     monkeypatch.setenv("CUBEPY_TRACE_INDEX", "0")
     x = np.arange(1003, dtype=np.float32)
-    shifted = _make_shifted()
+    shifted = make_shifted()
     compiled = shifted.compile(cp.zeros(1000, cp.float32), cp.asarray(x), 0, dim=256, device=cuda_device)
     executable = compiled.executable
     assert executable.proven(executable.rendered.first_one_cube) is not None and len(executable.modules) == 1

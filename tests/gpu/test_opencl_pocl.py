@@ -10,7 +10,7 @@ from conftest import opencl_clang
 
 import cubepy as cb
 from cubepy import Array, Mut, f32
-from tests.kernels import saxpy
+from tests.kernels import make_shifted, saxpy
 
 pytest.importorskip("pyopencl", reason="pyopencl is not installed (pip install pyopencl pocl-binary-distribution)")
 
@@ -143,9 +143,7 @@ def test_warm_launches_of_pyopencl_arrays_take_the_direct_path_and_match_the_ful
 
 
 def test_a_warm_launch_out_of_bounds_runs_the_checked_build_and_reports(opencl_device):
-    from tests.runtime.test_builds_per_launch import _make_shifted
-
-    shifted = _make_shifted()
+    shifted = make_shifted()
     x = np.random.default_rng(31).random(1003).astype(np.float32)
     out, x_dev = _on_device(opencl_device, np.full(1000, np.nan, np.float32)), _on_device(opencl_device, x)
     launcher = shifted[4, 256]
@@ -188,9 +186,7 @@ def test_warm_launches_from_several_threads_each_run_their_own_arguments(opencl_
 
     x = np.random.default_rng(32).random(4096 + 64).astype(np.float32)
     x_dev = _on_device(opencl_device, x)
-    from tests.runtime.test_builds_per_launch import _shifted
-
-    launcher = _shifted[16, 256]
+    launcher = make_shifted()[16, 256]
 
     def run(k: int) -> bool:
         out = _on_device(opencl_device, np.full(4096, np.nan, np.float32))

@@ -19,23 +19,11 @@ from cubepy.backends.cstyle import CUDA, render
 from cubepy.backends.cstyle.builds import Builds, build_options
 
 import cubepy as cb
-from cubepy import Array, Mut, f32, i32
+from cubepy import Array, Mut, i32
 from tests.kernels import linear_positions as _positions
+from tests.kernels import make_shifted
 
-
-def _make_shifted():
-    """A fresh kernel object each call: its compiled kernels and launchers its own, so that the
-    builds a test counts are the ones its launches made (not those of the same device's run at
-    another plane size or residency)."""
-    @cb.kernel
-    def shifted(out: Mut[Array[f32]], x: Array[f32], k: i32):
-        i = cb.ABSOLUTE_POS
-        if i < len(out):
-            out[i] = x[i + k]
-    return shifted
-
-
-_shifted = _make_shifted()
+_shifted = make_shifted()
 
 
 @cb.kernel
@@ -117,7 +105,7 @@ def built_dev(dev) -> cb.Device:
 def test_a_proven_launch_runs_the_build_without_checks_and_another_builds_the_checked_one(built_dev, monkeypatch):
     monkeypatch.setenv("CUBEPY_TRACE_INDEX", "0")         # this kernel's own executable, built here
     x = np.random.default_rng(3).random(1003).astype(np.float32)
-    shifted = _make_shifted()
+    shifted = make_shifted()       # not the one the same device's other runs (plane sizes, residency) built
     compiled = shifted.compile(np.zeros(1000, np.float32), x, 0, dim=256, device=built_dev)
     executable = compiled.executable
     if not built_dev.properties.checks_per_launch:
