@@ -45,7 +45,7 @@ class Options:
     guards_per_cube: bool = False      # and decide there the guards every unit of a cube passes
     checks_per_launch: bool = False    # and let the host decide a whole launch first (`cube_checks.launch_test`)
     checks_per_run: bool = False       # test the checked loads of a run of code once before it (`run_checks`)
-    versions_barriers: bool = True     # checks may be versioned (per cube, per run) in a kernel with barriers
+    versions_barriers: bool = True     # checks may be versioned per cube in a kernel with barriers
     inline_array_bytes: int = 0        # parameter bytes the arrays passed by value may take (`inline_arrays`)
 
 
@@ -118,16 +118,13 @@ def analysis(kernel: Kernel, name: str) -> Any:
                           f"cubepy.ir.pipeline.PIPELINE (a transform after the analysis drops it)") from None
 
 
-def _versions_allowed(kernel: Kernel, options: Options) -> bool:
-    """Whether the checks may be versioned (per cube or per run): always, unless the device keeps
-    a kernel holding barriers (sync_cube, plane ops) unversioned (`Options.versions_barriers`)."""
-    return options.versions_barriers or not any(op.opcode == "sync_cube" or op.opcode in PLANE_OPS
-                                                for op in walk(kernel.body))
-
-
 def _check_per_cube_wanted(kernel: Kernel, options: Options) -> bool:
+    """Per-cube versioning, unless the device keeps a kernel holding barriers (sync_cube, plane
+    ops) unversioned (`Options.versions_barriers`). Per-run versioning needs no such rule: a run
+    holds no barrier, return or other control (`cubepy.ir.run_checks`)."""
     return options.checks_per_cube and (kernel.checked or options.guards_per_cube) and \
-        _versions_allowed(kernel, options)
+        (options.versions_barriers or not any(op.opcode == "sync_cube" or op.opcode in PLANE_OPS
+                                              for op in walk(kernel.body)))
 
 
 PIPELINE = Pipeline([
@@ -141,7 +138,7 @@ PIPELINE = Pipeline([
     Stage("check_per_cube", lambda k, o: check_per_cube(k, guards=o.guards_per_cube, launch=o.checks_per_launch),
           "transform", when=_check_per_cube_wanted),
     Stage("check_per_run", lambda k, o: check_per_run(k), "transform",
-          when=lambda k, o: o.checks_per_run and k.checked and _versions_allowed(k, o)),
+          when=lambda k, o: o.checks_per_run and k.checked),
     Stage("lower_bounds_checks", lambda k, o: lower_bounds_checks(k), "transform"),
     Stage("eliminate_dead_code", lambda k, o: eliminate_dead_code(k), "transform"),
     # small read-only arrays the runtime offered to pass by value keep it where read at

@@ -109,6 +109,7 @@ class _Versioner:
     def __init__(self, kernel: Kernel, users: dict[int, list[Op]], extents: dict, entry: list,
                  forms: LinearForms):
         self.kernel, self.users, self.extents, self.entry = kernel, users, extents, entry
+        self.extent_ids = {v.id for v in extents.values()}
         self.forms = forms
 
     def block(self, block: Block) -> None:
@@ -170,7 +171,11 @@ class _Versioner:
         # MATVEC_3D_STENCIL's tuned checked build from 32 registers to 54 on sm_90
         read_after = [producers[v].result for v in producers
                       if any(id(user) not in inside for user in self.users.get(v, ()))]
-        needed = _feeding([group.least for group in groups.values()] + read_after, producers)
+        # an array's extent (``shape``) is looked up through `extents`, not through its users: the
+        # tests of later runs read it, so it stays outside the sides (a copy there defines it only
+        # in the side's scope)
+        extents = [producers[v].result for v in producers if v in self.extent_ids]
+        needed = _feeding([group.least for group in groups.values()] + read_after + extents, producers)
         moved = [op for op in ops if op.result is not None and op.result.id in needed]
         rest = [op for op in ops if not (op.result is not None and op.result.id in needed)]
         loc = tested[0].loc

@@ -244,3 +244,30 @@ def test_a_store_that_closes_a_run_is_tested_with_its_loads(rng, bad):
         np.testing.assert_array_equal(got, want)
     else:
         assert error is not None and f"'{bad}'" in error
+
+
+@cb.kernel
+def exit_then_loop(x: Array[f64], src: Array[i32], out: Mut[Array[f64]], trips: i32):
+    g = cb.ABSOLUTE_POS
+    if x[len(x) - 1] <= x[1]:               # the kernel's first run: two checked loads
+        return
+    k = 0
+    while k < trips:
+        k += 1
+        out[g * 4 + k] = x[src[k % len(src)] % len(x)] + f64(k)
+
+
+@pytest.mark.parametrize("options", [{"checks_per_run": True}, {"checks_per_run": True, "checks_per_cube": True}],
+                         ids=["per-run", "per-cube-and-run"])
+def test_an_extent_read_by_a_later_run_stays_outside_the_first_runs_versions(rng, options):
+    """The fuzzer's seed 640890155: without per-cube versioning first, the kernel's first run
+    held ``out``'s extent; versioning it copied the extent into both sides, and the loop's tests
+    read an extent defined nowhere (a VerifyError before the fix)."""
+    x, src = rng.standard_normal(40), rng.integers(0, 40, 9).astype(np.int32)
+    x[-1], x[1] = 2.0, -1.0                 # no unit returns
+    args = [x, src, poisoned(260, np.float64), 3]
+    plain_error, (_, _, want) = _outcome(exit_then_loop, 2, 32, args, PLAIN)
+    error, (_, _, got) = _outcome(exit_then_loop, 2, 32, args, {"plane_dim": 32, **options})
+    assert plain_error is None and error is None
+    np.testing.assert_array_equal(got, want)
+    assert not np.isnan(want[1:64 * 4:4]).any() and np.isnan(want[0::4]).all()
