@@ -28,7 +28,8 @@ def device(target: str):
     ``cuda-cubes`` (no launch test: the checks per cube and run run on the GPU), ``cuda-fast``
     (NVRTC's --Ofast-compile=max: about 2.5x shorter builds),
     ``interp-p32-gpu`` (the interpreter running the IR as CUDA gets it: checks per launch, cube and
-    run, shape-generic code, small read-only arrays by value), ``interp-p32-generic`` (CubeDims
+    run, shape-generic code, small read-only arrays by value), ``interp-p8-runs`` (checks per run
+    without checks per cube first), ``interp-p32-generic`` (CubeDims
     sharing shape-generic code, as the interpreter does by default): a device of this process,
     made once."""
     import cubepy as cb
@@ -42,6 +43,8 @@ def device(target: str):
             elif part == "gpu":
                 options.update(checks_per_cube=True, checks_per_launch=True, checks_per_run=True, shape_generic=True,
                                inline_array_bytes=2048)
+            elif part == "runs":              # checked per run, not per cube (as cpu with checks_per_cube=False)
+                options.update(checks_per_run=True, checks_per_cube=False)
             elif part == "generic":
                 options["shape_generic"] = True
             elif part == "cubes":             # cuda without checks per launch: the build with the cube's test
@@ -89,7 +92,7 @@ def check(seed: int, targets: tuple, size: int = 40, model: bool = True) -> dict
         diff = compare(program, expected, first) if expected is not None else None
         result["model"] = "ok" if expected is not None and diff is None else ("skip" if expected is None else diff)
     for target in targets:
-        if target.startswith("interp") and not target.endswith(("-gpu", "-generic")):
+        if target.startswith("interp") and not target.endswith(("-gpu", "-generic", "-runs")):
             result["targets"][target] = ("ok", "")
             continue
         dev = device(target)
