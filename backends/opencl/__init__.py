@@ -187,8 +187,9 @@ def _cl_array_facts(a) -> tuple:
 
 def _cl_array_raw(a) -> tuple | None:
     """The warm path's reading of a pyopencl array (`register_device_array`): its "pointer" is the
-    `DeviceArray`'s (the buffer's handle, shifted: distinct buffers never overlap), which the direct
-    launcher turns back into the buffer; an array at an offset takes the full path, which says why."""
+    `DeviceArray`'s (the buffer's handle, shifted: distinct buffers never overlap), for the warm
+    path's aliasing test; the direct launcher takes the array itself (an ``owner`` slot) and
+    passes its buffer. An array at an offset takes the full path, which says why."""
     if a.offset:
         return None
     return (a.dtype, a.shape, a.base_data.int_ptr << _HANDLE_SHIFT, a.flags.c_contiguous, False, None)
@@ -425,11 +426,10 @@ class OpenCLBackend(DeviceBackend):
         """The warm path's entry for pyopencl arrays: set the build's arguments and enqueue it on
         the current queue (``stream=``'s, else the device's), nothing in between."""
         cl = _cl()
-        to_buffer = cl.Buffer.from_int_ptr
         slots, kinds = [], []
         for kind, param, extra in executable.plan:
             if kind == "buffer":
-                slots.append(("pointer", param, 1))
+                slots.append(("owner", param, None))
             elif kind == "shape":
                 slots.append(("extent", param, extra))
             elif kind == "scalar":
@@ -451,7 +451,7 @@ class OpenCLBackend(DeviceBackend):
             try:
                 for kind, extra in kinds:
                     if kind == "buffer":
-                        args.append(to_buffer(next(given) >> _HANDLE_SHIFT, retain=True))
+                        args.append(next(given).base_data)
                     elif kind == "scalar":
                         args.append(extra(next(given)))
                     elif kind == "error":

@@ -4,10 +4,11 @@
 
 On the first OpenCL device (PoCL's CPU device in CI, NVIDIA's driver on the GPU machine), for a
 six-argument kernel: ``set_args`` where pyopencl finds each argument's type itself and where the
-scalar types were set once (``set_scalar_arg_dtypes``, what the backend does), and the enqueue of
-one 1024-unit range given as 1-D and as 3-D (the backend passes as few work dimensions as the
-launch has). Median over rounds of ``calls`` calls, the variants of a round taking turns, the queue
-finished after each round.
+scalar types were set once (``set_scalar_arg_dtypes``, what the backend does), the same with each
+buffer made again from its handle (``Buffer.from_int_ptr``, what the direct warm path did until the
+thirty-first session), and the enqueue of one 1024-unit range given as 1-D and as 3-D (the backend
+passes the launch's 3-D ranges). Median over rounds of ``calls`` calls, the variants of a round
+taking turns, the queue finished after each round.
 """
 
 from __future__ import annotations
@@ -40,9 +41,12 @@ def main() -> None:
     plain_args = (x, 1024, y, 1024, 2.0, 1)
     untyped.set_args(*numpy_args)
     typed.set_args(*plain_args)
+    from_handle, xh, yh = cl.Buffer.from_int_ptr, x.int_ptr, y.int_ptr
     variants = {
         "set_args, types found per call": lambda: untyped.set_args(*numpy_args),
         "set_args, scalar types set once": lambda: typed.set_args(*plain_args),
+        "the same, buffers from handles": lambda: typed.set_args(from_handle(xh, retain=True), 1024,
+                                                                 from_handle(yh, retain=True), 1024, 2.0, 1),
         "enqueue 1024 units as 1-D": lambda: cl.enqueue_nd_range_kernel(queue, typed, (1024,), (256,)),
         "enqueue 1024 units as 3-D": lambda: cl.enqueue_nd_range_kernel(queue, typed, (1024, 1, 1), (256, 1, 1)),
     }

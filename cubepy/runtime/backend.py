@@ -254,7 +254,9 @@ class DirectLauncher:
 
     ``submit(*values)`` enqueues the kernel with one value per slot, in order, and returns False,
     enqueuing nothing, if a value does not fit its slot (the launch then takes the full path).
-    Each slot is ``("pointer", param, alignment)`` (a device address), ``("extent", param, axis)``
+    Each slot is ``("pointer", param, alignment)`` (a device address), ``("owner", param, None)``
+    (the device array object itself, for a backend that launches with its buffer object rather than
+    an address), ``("extent", param, axis)``
     (an int: the extent of that axis of the array as the kernel sees it, so a Line array's last
     axis counts Lines), ``("scalar", param)``, ``("inline", param, nbytes)`` (the bytes of a host
     array the kernel takes by value, at most ``nbytes``) or ``("launch_ok", None, None)`` (an int:

@@ -187,6 +187,8 @@ class _Writer:
             return f"a{i}.tobytes()" if i in self.by_value else None
         if i in self.by_value and kind != "extent":    # the kernel takes it by address after all
             return None
+        if kind == "owner":         # the device array itself (the array of a Lines argument)
+            return f"b{i}" if self.classes[i][0] is LinesArg else f"a{i}"
         if kind == "pointer":
             if slot[2] > 1:
                 self._fail_if(f"p{i} % {slot[2]}")

@@ -205,3 +205,19 @@ def test_warm_launches_from_several_threads_each_run_their_own_arguments(opencl_
             assert all(pool.map(run, (0, 17, 33, 64)))
     finally:
         sys.setswitchinterval(interval)
+
+
+def test_a_warm_launch_of_lines_passes_the_arrays_buffers(opencl_device):
+    """Lines of pyopencl arrays on the direct path: the launcher takes each Lines' array (its
+    ``owner`` slot) and passes its buffer."""
+    rng = np.random.default_rng(33)
+    x, y = rng.random(1024).astype(np.float32), rng.random(1024).astype(np.float32)
+    x_dev, y_dev = _on_device(opencl_device, x), _on_device(opencl_device, y)
+    launcher = saxpy[1, 256]
+    for _ in range(3):
+        launcher(cb.lines(x_dev, 4), cb.lines(y_dev, 4), 0.5, device=opencl_device)
+    assert launcher.warm_path.direct
+    want = y.copy()
+    for _ in range(3):
+        want = np.float32(0.5) * x + want
+    np.testing.assert_allclose(y_dev.get(), want, rtol=1e-6)
