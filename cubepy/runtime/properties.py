@@ -48,7 +48,8 @@ class DeviceProperties:
     # with checks_per_cube: a kernel whose body holds barriers (sync_cube, plane ops) is versioned
     # too; False where the backend must find every barrier outside conditionals (OpenCL: its
     # barrier lowering, cubepy.ir.hoist, turned the version's per-unit early returns into
-    # barriers some units miss), which keeps such a kernel's checks at its accesses
+    # barriers some units miss), which leaves such a kernel to the checks per run (whose versions
+    # hold no barrier) and at its accesses
     versions_barriers: bool = True
 
     def __hash__(self) -> int:
