@@ -96,12 +96,14 @@ _DESCRIBERS: dict[type, Callable[[Any], DeviceArray]] = {}
 QUICK_FACTS: dict[type, Callable[[Any], tuple]] = {}
 RAW_READERS: dict[type, tuple[str | None, Callable[..., tuple | None]]] = {}
 HOST_VIEWS: dict[type, Callable[[Any, bool], np.ndarray]] = {}
+OWNERS: dict[type, Callable[[Any], Any]] = {}
 
 
 def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
                           quick_facts: Callable[[Any], tuple] | None = None,
                           raw: Callable[[Any], tuple] | None = None, platform: str | None = None,
-                          host: Callable[[Any, bool], np.ndarray] | None = None) -> None:
+                          host: Callable[[Any, bool], np.ndarray] | None = None,
+                          owner: Callable[[Any], Any] | None = None) -> None:
     """Let a backend describe its own array type faster than through the generic interfaces.
 
     ``describe(a)`` returns the `DeviceArray`, or None for an instance in host memory (a type
@@ -118,6 +120,9 @@ def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
     backend's direct launcher read arguments with it. A type whose instances live on several
     platforms (`DeviceArray`, `Resident`) gives ``platform=None`` and ``raw(a, platforms)``, which
     returns None for an instance on none of ``platforms`` (those the launching backend takes).
+
+    ``owner(a)`` returns the array of the backend's own type behind a wrapper (a `Resident`'s
+    data), which a direct launcher's ``owner`` slot receives; without it, ``a`` itself.
     """
     _DESCRIBERS[cls] = describe
     if quick_facts is None and raw is not None:
@@ -130,6 +135,8 @@ def register_device_array(cls: type, describe: Callable[[Any], DeviceArray],
         RAW_READERS[cls] = (platform, raw)
     if host is not None:
         HOST_VIEWS[cls] = host
+    if owner is not None:
+        OWNERS[cls] = owner
 
 
 def host_view(value, mutable: bool) -> np.ndarray:
@@ -157,7 +164,13 @@ def _raw_device_array(d: DeviceArray, platforms: frozenset[str]) -> tuple | None
 
 # A DeviceArray itself is an argument too (adapters that hold raw pointers pass one).
 register_device_array(DeviceArray, lambda d: d, lambda d: (d.dtype, len(d.shape), d.platform, d.readonly),
-                      raw=_raw_device_array)
+                      raw=_raw_device_array, owner=lambda d: d.owner)
+
+
+def owner_of(a) -> Any:
+    """The array of a backend's own type behind ``a`` (``register_device_array``'s ``owner``)."""
+    found = OWNERS.get(a.__class__)
+    return a if found is None else found(a)
 
 
 def _register_torch(torch) -> None:
@@ -181,7 +194,7 @@ def _inherited(cls: type) -> Callable[[Any], DeviceArray] | None:
     for base in cls.__mro__[1:]:
         found = _DESCRIBERS.get(base)
         if found is not None:
-            for table in (_DESCRIBERS, QUICK_FACTS, RAW_READERS, HOST_VIEWS):
+            for table in (_DESCRIBERS, QUICK_FACTS, RAW_READERS, HOST_VIEWS, OWNERS):
                 if base in table:
                     table[cls] = table[base]
             return found

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import ArgumentTypeError, caller_loc
 from ..log import logger
-from .device_arrays import RAW_READERS, DeviceArray, describer, register_device_array
+from .device_arrays import RAW_READERS, DeviceArray, describer, owner_of, register_device_array
 from .devices import Device, current_device, host_device
 from .devices import device as get_device
 from .graph_breaks import register_entry_point
@@ -224,7 +224,7 @@ def _raw(r: Resident, platforms: frozenset[str]) -> tuple | None:
     return (*found[:4], True, found[5])
 
 
-register_device_array(Resident, _describe, _quick_facts, raw=_raw)
+register_device_array(Resident, _describe, _quick_facts, raw=_raw, owner=lambda r: owner_of(r.data))
 register_entry_point(Resident, "to_host")
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..ir.types import ARRAY_MAX
 from ..lang.types import LinesArg
-from .device_arrays import RAW_READERS
+from .device_arrays import OWNERS, RAW_READERS
 from .inline_arrays import inline_capacity
 from .launch_checks import launch_check
 
@@ -187,8 +187,10 @@ class _Writer:
             return f"a{i}.tobytes()" if i in self.by_value else None
         if i in self.by_value and kind != "extent":    # the kernel takes it by address after all
             return None
-        if kind == "owner":         # the device array itself (the array of a Lines argument)
-            return f"b{i}" if self.classes[i][0] is LinesArg else f"a{i}"
+        if kind == "owner":         # the backend's own array (behind a Lines argument, a Resident)
+            array = f"b{i}" if self.classes[i][0] is LinesArg else f"a{i}"
+            found = OWNERS.get(self.classes[i][1])
+            return array if found is None else f"{self.constant(found, 'O')}({array})"
         if kind == "pointer":
             if slot[2] > 1:
                 self._fail_if(f"p{i} % {slot[2]}")

@@ -221,3 +221,16 @@ def test_a_warm_launch_of_lines_passes_the_arrays_buffers(opencl_device):
     for _ in range(3):
         want = np.float32(0.5) * x + want
     np.testing.assert_allclose(y_dev.get(), want, rtol=1e-6)
+
+
+def test_a_warm_launch_of_preloaded_arrays_passes_their_buffers(opencl_device):
+    """`cb.preload` handles on the direct path: the launcher receives the pyopencl array behind
+    each (``register_device_array``'s ``owner``), read-only and mutable alike."""
+    rng = np.random.default_rng(34)
+    x, y = rng.random(512).astype(np.float32), rng.random(512).astype(np.float32)
+    x_res, y_res = cb.preload(x, device=opencl_device), cb.preload_mut(y, device=opencl_device)
+    launcher = saxpy[2, 256]
+    for _ in range(3):
+        launcher(x_res, y_res, 2.0, device=opencl_device)
+    assert launcher.warm_path.direct
+    np.testing.assert_allclose(y_res.to_host(), y + 6 * x, rtol=1e-6)
