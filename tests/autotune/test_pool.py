@@ -61,7 +61,8 @@ def test_a_backend_without_compiled_code_on_disk_compiles_in_the_tuning_process(
 @pytest.mark.parametrize("backend", ["interp", "opencl"])
 def test_eight_cube_shapes_of_a_shape_generic_kernel_cost_one_compile(backend, rng, tmp_path, monkeypatch):
     """On a device that reads cube extents at run time, the shapes share one executable: one
-    compile, seven shared, no worker started."""
+    compile, seven shared, no worker started; a shape over the shared executable's work-group
+    limit (NVIDIA's OpenCL gives every kernel 256) compiles on its own."""
     import cubepy as cb
 
     if not next(d for d in cb.devices() if d.backend_name == backend).available:
@@ -73,7 +74,9 @@ def test_eight_cube_shapes_of_a_shape_generic_kernel_cost_one_compile(backend, r
     tuned = autotune(axpy, lines_grid, dims=EIGHT_SHAPES, comptime={"per_unit": [5]}, workers=2, rounds=2)
     with cb.profile() as prof:
         result = tuned.tune(x, y, 0.5, device=dev)
-    assert prof.kernels["axpy"].compiles == 1 and result.compiles["shared_shapes"] == 7
+    limit = dev.backend.units_limit(axpy.compile(x, y, 0.5, 5, dim=8, device=dev).executable)
+    over = sum(units > limit for units in EIGHT_SHAPES)
+    assert prof.kernels["axpy"].compiles == 1 + over and result.compiles["shared_shapes"] == 7 - over
     assert result.compiles["disk_loads"] == 0 and "worker_compiles" not in result.compiles
     assert result.measured == 8 and not result.rejected
 
