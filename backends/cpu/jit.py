@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-import warnings
 from pathlib import Path
 
 from cubepy import settings
@@ -28,11 +27,21 @@ except ImportError as e:  # pragma: no cover - the device reports one line
 
 CODEGEN_VERSION = "cpu-3"
 
-# LLVM releases known to miscompile this backend's code: LLVM 22.1 (llvmlite 0.48 to 0.50) takes the
-# floor-mod sign fix-up for a positive remainder in x86 instruction selection of AVX-512 code
-# (fuzzer seeds 15000150 and 15001376, docs/fuzzing.md). pyproject.toml keeps llvmlite below 0.48;
-# an environment that has one anyway is warned when the backend starts.
-MISCOMPILING_LLVM = {(22, 1): "0.48 to 0.50"}
+# what AVX-512 brings (LLVM's names): off for CUBEPY_CPU_ISA=avx2
+_AVX512 = ("avx512", "avx10", "evex512", "amx")
+
+# LLVM releases whose x86 back end miscompiles this backend's code, and what is turned off there so
+# that the faulty path is never taken. LLVM 22.1 (llvmlite 0.48 to 0.50): its EVEX compression
+# folds `vpmov{b,d,q}2m %x, %k` + `kmov %k, %r` into `vmovmsk %x, %r` and erases the vpmov*2m,
+# scanning the block for other readers of %k but stopping at the first instruction that writes %k,
+# also one that reads it first (a masked compare into its own mask register, `vptestmd %y, %y, %k
+# {%k}`), which then reads a mask nobody wrote (llvm-project issue 198197, fixed after 22.1). The
+# fuzzer found it as a floor-mod's sign fix-up taken for a positive remainder (seeds 15000150,
+# 15001376; docs/fuzzing.md). The pass does nothing without AVX-512, so the code is AVX2 code there
+# (the `avx2` instruction set, which the conformance suite runs on every LLVM). Turning off only
+# AVX512DQ and AVX512BW (no vpmov*2m) is not enough: LLVM then fails to select some f16 compares
+# and aborts the process. tests/cpu/test_llvm_workarounds.py runs a fourteen-line reproducer.
+X86_FEATURES_OFF = {(22, 1): _AVX512}
 
 # counters a test (or a curious user) can read: how much work this process did
 stats = {"compiles": 0, "disk_hits": 0, "disk_writes": 0, "corrupt": 0}
@@ -47,7 +56,6 @@ def init():
         raise BackendUnavailableError(f"the CPU backend needs llvmlite (pip install llvmlite): {_IMPORT_ERROR}")
     with _lock:
         if not _state:
-            _warn_if_miscompiling()
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
             llvm.initialize_native_asmparser()
@@ -72,31 +80,30 @@ def init():
     return _state
 
 
-def _warn_if_miscompiling() -> None:
-    version = tuple(llvm.llvm_version_info[:2])
-    if version in MISCOMPILING_LLVM:
-        warnings.warn(f"cubepy's CPU backend: llvmlite {llvmlite.__version__} brings LLVM "
-                      f"{'.'.join(map(str, llvm.llvm_version_info))}, which miscompiles some kernels on "
-                      f"AVX-512 CPUs (llvmlite {MISCOMPILING_LLVM[version]}); install a good one: "
-                      "pip install 'llvmlite>=0.45,<0.48'", RuntimeWarning, stacklevel=3)
-
-
-# what AVX-512 brings (LLVM's names): off for CUBEPY_CPU_ISA=avx2
-_AVX512 = ("avx512", "avx10", "evex512", "amx")
-
-
 ISAS = settings.CPU_ISAS
 
 
 def _features(host_features, isa: str) -> str:
-    """The target features: the host's, or (``avx2``) the host's without AVX-512."""
-    if isa == "avx2":
-        if not host_features.get("avx2"):
-            raise BackendUnavailableError("the avx2 instruction set was asked for, but this CPU has no AVX2")
-        for name in list(host_features):
-            if name.startswith(_AVX512):
-                host_features[name] = False
+    """The target features: the host's, or (``avx2``, or on an LLVM release that miscompiles
+    AVX-512 code: `X86_FEATURES_OFF`) the host's without AVX-512."""
+    if isa == "avx2" and not host_features.get("avx2"):
+        raise BackendUnavailableError("the avx2 instruction set was asked for, but this CPU has no AVX2")
+    off = _AVX512 if isa == "avx2" else features_off()
+    for name in list(host_features):
+        if off and name.startswith(off):
+            host_features[name] = False
     return host_features.flatten()
+
+
+def features_off() -> tuple[str, ...]:
+    """The prefixes of the x86 target features this LLVM release is kept from (`X86_FEATURES_OFF`):
+    empty on most."""
+    return X86_FEATURES_OFF.get(tuple(llvm.llvm_version_info[:2]), ())
+
+
+def host_has(feature: str) -> bool:
+    """Whether the host CPU has ``feature`` (LLVM's name), whatever the code is compiled for."""
+    return bool(llvm.get_host_cpu_features().get(feature))
 
 
 def host() -> dict:

@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -390,15 +389,3 @@ def test_masked_memory_intrinsics_take_the_alignment_in_the_form_of_the_llvm_rel
     assert llvmtext.masked_pointer("<16 x ptr>", "%t1", 4) == [("<16 x ptr> align 4", "%t1")]
     monkeypatch.setattr(llvmtext, "_llvm_major", lambda: 20)
     assert llvmtext.masked_pointer("ptr", "%t1", 8) == [("ptr", "%t1"), ("i32", "8")]
-
-
-def test_an_llvm_release_known_to_miscompile_is_warned_about(monkeypatch):
-    from cubepy.backends.cpu import jit
-
-    monkeypatch.setattr(jit.llvm, "llvm_version_info", (22, 1, 0))
-    with pytest.warns(RuntimeWarning, match=r"LLVM 22\.1\.0, which miscompiles.*llvmlite>=0\.45,<0\.48"):
-        jit._warn_if_miscompiling()
-    monkeypatch.setattr(jit.llvm, "llvm_version_info", (20, 1, 8))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        jit._warn_if_miscompiling()
