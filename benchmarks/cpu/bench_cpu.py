@@ -222,9 +222,14 @@ def main() -> None:
     args = ap.parse_args()
     reps = args.reps
     dev = cb.device("cpu")
+    import llvmlite.binding as llvm
     from cubepy.bench.machine import cpu_model, simd_width_bits
+
+    # the code's width, which is not the CPU's where the ISA or the LLVM release turns AVX-512 off
+    lanes = max(int(f[len("simd_f32x"):]) for f in dev.properties.features if f.startswith("simd_f32x"))
     print(f"cpu: {cpu_model()} ({simd_width_bits()}-bit SIMD, {os.cpu_count()} cores; code for "
-          f"CUBEPY_CPU_ISA={cb.settings.cpu_isa()}); {dev}", flush=True)
+          f"CUBEPY_CPU_ISA={cb.settings.cpu_isa()}: {lanes * 32}-bit, LLVM "
+          f"{'.'.join(map(str, llvm.llvm_version_info))}); {dev}", flush=True)
     rows: list[dict] = []
 
     def row(name, impl, seconds, note="", **extra):
