@@ -34,7 +34,7 @@ def test_the_cpu_backend_and_its_conformance_pass_on_llvm_22_1():
                            env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert probe.returncode == 0, probe.stderr[-2000:]
     assert probe.stdout.startswith("(22, 1)"), probe.stdout
-    if "avx512f" in open("/proc/cpuinfo").read():
+    if "avx512f" in Path("/proc/cpuinfo").read_text():
         assert "AVX-512 off for LLVM 22.1" in probe.stdout
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                            "tests/cpu", "tests/conformance", "-k", "not cpu-p1 and not cpu-p64"],

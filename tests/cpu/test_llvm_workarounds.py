@@ -60,10 +60,6 @@ entry:
 """
 
 
-def _host_has(feature: str) -> bool:
-    return bool(llvm.get_host_cpu_features().get(feature))
-
-
 def _target_machine(features: str):
     host = jit.init()
     return llvm.Target.from_triple(host["triple"]).create_target_machine(
@@ -96,7 +92,7 @@ def _run_reproducer(features: str, samples: int = 400) -> int:
 def test_the_backends_target_features_run_the_mask_fold_reproducer_right():
     # the features every CPU device of this process compiles for, on this LLVM release
     assert _run_reproducer(jit.features("native")) == 0
-    if _host_has("avx2"):
+    if jit.host_has("avx2"):
         assert _run_reproducer(jit.features("avx2")) == 0
 
 
@@ -105,7 +101,7 @@ def test_an_llvm_release_with_the_mask_fold_bug_compiles_avx2_code(monkeypatch):
     # no AVX-512 feature left, so no mask register and no vpmov*2m for the faulty fold to match.
     # With the host's features LLVM 22.1 gets the reproducer wrong, and an LLVM without the fold
     # keeps the vpmov*2m it would have matched (so this test can fail).
-    if not (_host_has("avx512dq") and _host_has("avx512bw")):
+    if not (jit.host_has("avx512dq") and jit.host_has("avx512bw")):
         pytest.skip("this CPU has no AVX512DQ/BW: no vpmov*2m either way")
     full = llvm.get_host_cpu_features().flatten()
     if jit.features_off():
@@ -127,7 +123,7 @@ def test_the_cpu_device_says_when_its_llvm_keeps_it_from_avx512():
     import cubepy as cb
 
     device = cb.device("cpu")
-    if jit.features_off() and _host_has("avx512f"):
+    if jit.features_off() and jit.host_has("avx512f"):
         assert "AVX-512 off for LLVM 22.1" in device.properties.name
         assert "avx512f" not in device.properties.features
     else:
