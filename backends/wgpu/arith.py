@@ -104,10 +104,11 @@ class WgslArithmetic(F64Math, Arithmetic):
             return self._fne(a, b)
         if dtype.is_bool and code not in ("eq", "ne"):
             a, b = f"i32({a})", f"i32({b})"
-        if dtype.name == "i64" and code not in ("eq", "ne") and self.quirks.sext_compare_wrong:
-            # the adapter orders a sign-extended i32 against an i64 constant wrongly, and a constant
-            # may come from its own folding (fuzz seed 562420114): the left side plus a run-time
-            # zero is neither an extension nor a constant
+        if dtype.name == "i64" and code not in ("eq", "ne") and self.quirks.ext_compare_wrong:
+            # the adapter orders an extended 32-bit value against an i64 constant wrongly, and a
+            # constant may come from its own folding (fuzz seed 562420114): the left side plus a
+            # run-time zero is neither an extension nor a constant (the right side, where it is a
+            # literal, is one plus that zero too: `_lit`)
             self.needs.add("zero_i64")
             a = f"({a} + cb_zero_i64)"
         return f"({a} {COMPARE_SYM[code]} {b})"

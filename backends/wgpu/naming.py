@@ -46,10 +46,12 @@ class WgslNaming(Naming):
                 return "i32(-2147483648)"
             text = f"(-{2**63 - 1}{suffix} - 1{suffix})" if v == -(1 << 63) else f"{v}{suffix}" if v >= 0 else \
                 f"({v}{suffix})"
-            if wide == "i64" and self.quirks.sext_compare_wrong:
-                # lavapipe (Mesa 22.3, LLVM 15) orders a sign-extended i32 against an i64 constant
-                # wrongly (v < 2 false for v = 0): an i64 literal is a value it cannot see through
-                # (`_compare` covers the constants it folds itself)
+            if wide == "i64" and self.quirks.ext_compare_wrong:
+                # lavapipe (Mesa 22.3, LLVM 15) orders an extended 32-bit value against an i64
+                # constant wrongly (v < 2 false for v = 0): an i64 literal is a value it cannot see
+                # through, which also covers the helpers' own compares (fuzz seed 652800114:
+                # `b < 0li` in `cb_mod_i64` once `b` was a constant); `_compare` covers the
+                # constants it folds itself
                 self.needs.add("zero_i64")
                 return f"({text} + cb_zero_i64)"
             return text

@@ -36,7 +36,7 @@ class Quirks:
     f32_through_f64_exact: bool = False   # f32(f64(a) / f64(b)) and f32(sqrt(f64(x))) are
     flushes_f32_subnormals: bool = True   # f32 arithmetic and comparisons take subnormals as 0
     folds_f16_rounding: bool = True   # f32(f16(x)) becomes x: f16 results are not rounded
-    sext_compare_wrong: bool = True   # i64(x) < 7 of an i32 x is wrong (false for x = 0)
+    ext_compare_wrong: bool = True    # i64(x) < 7 of a 32-bit x is wrong (false for x = 0), and 7 < i64(x)
     f64_to_f32_exact: bool = False    # f32(x) of an f64 rounds to nearest even, f32 subnormals included
 
 
@@ -110,14 +110,19 @@ def _srem_wrong(state) -> bool:
     return [int(v) for v in got] != [int(np.fmod(a, b)) for a, b in pairs.reshape(-1, 2)]
 
 
-def _sext_compare_wrong(state) -> bool:
-    """Whether an ordered compare of a sign-extended i32 with an i64 constant goes wrong (lavapipe:
-    ``i64(x) < 7li`` false for every x in 0..15, ``i64(x) > 7li`` true)."""
+def _ext_compare_wrong(state) -> bool:
+    """Whether an ordered compare of an extended 32-bit value with an i64 constant goes wrong
+    (lavapipe: ``i64(x) < 7li`` false for every x in 0..15, ``i64(x) > 7li`` true, ``7li <
+    i64(u)`` true for a u32 ``u`` of 0), sign- or zero-extended, the constant on either side."""
     x = np.array([-9, -1, 0, 3, 6, 7, 8, 100], np.int32)
     got = _run(state, f"for (var k = 0u; k < {len(x)}u; k++) {{\n"
-                      "  out[k] = select(0u, 1u, i64(in0[k]) < 7li) | select(0u, 2u, i64(in0[k]) > -2li);\n}",
+                      "  let s = i64(in0[k]); let z = i64(bitcast<u32>(in0[k]));\n"
+                      "  out[k] = select(0u, 1u, s < 7li) | select(0u, 2u, s > -2li)\n"
+                      "      | select(0u, 4u, 7li < z) | select(0u, 8u, z >= 127li);\n}",
                [x], len(x))
-    return [int(v) for v in got] != [int(v < 7) | 2 * int(v > -2) for v in x]
+    z = x.astype(np.int64) % 2**32
+    want = [int(s < 7) | 2 * int(s > -2) | 4 * int(7 < u) | 8 * int(u >= 127) for s, u in zip(x, z)]
+    return [int(v) for v in got] != want
 
 
 def _div_sqrt(state, f64: bool) -> tuple[bool, bool]:
@@ -178,7 +183,7 @@ def probe_quirks(state) -> Quirks:
                       f32_div_sqrt_inexact=inexact, f32_through_f64_exact=through,
                       flushes_f32_subnormals=_flushes_subnormals(state),
                       folds_f16_rounding="shader-f16" in state.features and _folds_f16_rounding(state),
-                      sext_compare_wrong="shader-int64" in state.features and _sext_compare_wrong(state),
+                      ext_compare_wrong="shader-int64" in state.features and _ext_compare_wrong(state),
                       f64_to_f32_exact=f64 and not fma32 and _f64_to_f32_exact(state))
     except Exception:         # an adapter that cannot run the probe: assume the worst of it
         return worst(f64)

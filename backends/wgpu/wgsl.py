@@ -76,7 +76,10 @@ class WgslRendered:
 # no compiler can know it (NVIDIA's saw through ``num_workgroups.x >> 31``, which is 0 wherever
 # there are fewer than 2**31 cubes); see `naming._lit` and `arith._product`
 _OPAQUE = {"zero_f32": "bitcast<f32>({z})", "zero_f16": "f16(bitcast<f32>({z}))",
-           "zero_f64": "bitcast<f64>(u64({z}))", "zero_i64": "i64({z})",
+           "zero_f64": "bitcast<f64>(u64({z}))",
+           # not i64({z}): that is a zero-extended u32, and lavapipe orders an extended value against
+           # an i64 constant wrongly (`Quirks.ext_compare_wrong`), a constant it folded included
+           "zero_i64": "bitcast<i64>((u64({z}) << 32u) | u64({z}))",
            "one_f32": "bitcast<f32>(0x3f800000u | {z})",
            "one_f16": "f16(bitcast<f32>(0x3f800000u | {z}))",
            "one_f64": "bitcast<f64>(0x3ff0000000000000lu | u64({z}))",

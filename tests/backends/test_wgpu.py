@@ -345,6 +345,38 @@ def test_a_widened_i32_orders_against_i64_constants_as_everywhere(dev, workaroun
     np.testing.assert_array_equal(outs[0][0::6], (x < 7) + 2 * (x >= 7) + 4 * (x < 7) + 8 * (x >= 7))
 
 
+@cb.kernel
+def wide_remainders(a: Array[i32], out: Mut[Array[cb.i64]]):
+    i = cb.ABSOLUTE_POS
+    if i < len(a):
+        x = cb.i64(a[i])
+        d = cb.i64(cb.select(cb.i64(3) < cb.i64(127), cb.u8(127), cb.u8(3)))    # 127, folded, zero-extended
+        u = cb.i64(cb.u32(cb.UNIT_POS_X))
+        out[4 * i] = x % d
+        out[4 * i + 1] = x // d
+        out[4 * i + 2] = cb.i64(d < u) + 2 * cb.i64(u >= d) + 4 * cb.i64(d > x)
+        out[4 * i + 3] = cb.i64(-2) % d
+
+
+@pytest.mark.parametrize("workarounds", ["probed", "all"])
+def test_i64_remainders_by_a_folded_widened_constant_as_everywhere(dev, workarounds, rng):
+    """lavapipe ordered a zero-extended value against an i64 constant wrongly too: the floor
+    remainder's own ``b < 0`` went wrong once ``b`` was a constant it folded (fuzz seed 652800114)."""
+    target = cb.device("wgpu", workarounds=workarounds)
+    if not target.properties.supports("int64"):
+        pytest.skip("the adapter has no 64-bit integers")
+    a = rng.integers(-1000, 1000, 256).astype(np.int32)
+    a[:4] = (-2**31, 2**31 - 1, -127, -1)
+    outs = []
+    for d in (target, cb.device("interp")):
+        out = np.full(4 * 256, -12345, np.int64)
+        wide_remainders[2, 128](a, out, device=d)
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0][0::4], a.astype(np.int64) % 127)
+    np.testing.assert_array_equal(outs[0][3::4], np.full(256, 125))
+
+
 def test_forced_workarounds_are_rendered_and_named(dev):
     forced = cb.device("wgpu", workarounds="all")
     assert "(all workarounds)" in forced.properties.name
