@@ -7,7 +7,9 @@ polynomial, sum reductions (shared memory; plane_sum + atomic), the warm launch 
 1024-element kernel, the cold compile of saxpy, and a fresh process launching with a warm disk
 cache. Each figure is the median of many repetitions; the saxpy and triad rows (issue 10's
 1.1x-numba target) are timed interleaved with numba, round by round, and also give the median of
-the per-round ratios. ``CUBEPY_CPU_ISA=avx2`` measures the AVX2 code (numba and C are built for
+the per-round ratios. Every implementation of saxpy, triad and the polynomial is checked against
+NumPy (or cubepy's polynomial) before or after it is timed, outputs poisoned where write-only, so
+a row never times wrong code. ``CUBEPY_CPU_ISA=avx2`` measures the AVX2 code (numba and C are built for
 the same target). Rows whose competitor is not installed (numba, gcc) are skipped with a note.
 """
 
@@ -186,6 +188,20 @@ def build_numba():
     return (triad, total, poly_nb, triad3), None
 
 
+def verify(benchmark: str, fns: dict, reset, result, want: np.ndarray) -> None:
+    """Run each timed implementation once on inputs ``reset()`` restores (the output poisoned
+    where it is write-only) and compare ``result()`` with NumPy's ``want``: a row times only
+    code that computed the right answer. A fused multiply-add (C's contraction) is one rounding
+    off NumPy's two, hence the tolerance."""
+    for impl, fn in fns.items():
+        reset()
+        fn()
+        got = result()
+        if not np.allclose(got, want, rtol=1e-6, atol=0.0):
+            bad = int(np.count_nonzero(~np.isclose(got, want, rtol=1e-6, atol=0.0)))
+            raise SystemExit(f"{benchmark}: {impl} computed {bad} of {want.size} elements wrong")
+
+
 def ptr(a):
     return a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
 
@@ -255,6 +271,8 @@ def main() -> None:
     if clib:
         px, py = ptr(x), ptr(y)
         fns["C -O3 -march=native omp"] = lambda: clib.triad(px, py, 2.0, N)
+    y0 = y.copy()
+    verify("saxpy", fns, lambda: np.copyto(y, y0), lambda: y, np.float32(2.0) * x + y0)
     found = interleaved(fns, reps)
     for name in fns:
         ratio = f", {found[name, 'ratio']:.3f}x numba (same rounds)" if nb else ""
@@ -268,6 +286,7 @@ def main() -> None:
     fns = {"numba parallel": lambda: nb[3](x, y, z, np.float32(2.0))} if nb else {}
     fns.update({"cubepy cpu (unchecked)": lambda: kt(x, y, z, 2.0, device=dev),
                 "cubepy cpu (checked)": lambda: ktc(x, y, z, 2.0, device=dev)})
+    verify("triad", fns, lambda: z.fill(np.nan), lambda: z, x + np.float32(2.0) * y)
     found = interleaved(fns, reps)
     for name in fns:
         ratio = f", {found[name, 'ratio']:.3f}x numba (same rounds)" if nb else ""
@@ -290,6 +309,7 @@ def main() -> None:
     if nb:
         t = median_time(lambda: nb[2](px_, py_, POLY_ITERS), reps)
         row("poly 2^22 x 64 fma", "numba parallel", t, f"{flops / t:.1f} GFLOP/s")
+        assert np.allclose(ref, py_, rtol=1e-4), "numba's polynomial differs from cubepy's"
 
     # --- reduction -------------------------------------------------------------------------
     cubes = 64 * (os.cpu_count() or 1)
