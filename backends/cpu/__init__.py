@@ -181,10 +181,11 @@ class CpuBackend(Backend):
         features = {"fp16", "fp64", "atomics", "plane_ops", "atomic_f32_add", "atomic_f64_add"}
         features |= {f"simd_f32x{lanes}"} | {f[1:] for f in feats if f[1:] in ("avx2", "avx512f", "fma", "f16c")
                                              and f.startswith("+")}
-        # AVX-512 turned off on an AVX-512 host because this LLVM release miscompiles it (jit.X86_FEATURES_OFF)
-        kept_from = isa != "avx2" and jit.features_off() and jit.host_has("avx512f")
+        # host features turned off because this LLVM release miscompiles them (jit.X86_FEATURES_OFF)
+        kept_from = jit.kept_from(isa)
         level = ("" if opt_level == 3 else f", LLVM -O{opt_level}") + (", AVX-512 off" if isa == "avx2" else "") + (
-            f", AVX-512 off for LLVM {'.'.join(map(str, jit.llvm.llvm_version_info[:2]))}" if kept_from else "") + (
+            f", {'/'.join(kept_from)} off for LLVM {'.'.join(map(str, jit.llvm.llvm_version_info[:2]))}"
+            if kept_from else "") + (
             "" if checks_per_cube and checks_per_run else ", checks per access")
         props = DeviceProperties(
             name=f"{host['cpu']} ({threads} threads, {lanes} f32 SIMD lanes{level})", backend=self.name,

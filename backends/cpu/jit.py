@@ -30,6 +30,10 @@ CODEGEN_VERSION = "cpu-3"
 # what AVX-512 brings (LLVM's names): off for CUBEPY_CPU_ISA=avx2
 _AVX512 = ("avx512", "avx10", "evex512", "amx")
 
+# AVX512VL and every feature that implies it (LLVM's names): without them no 128- or 256-bit EVEX
+# instruction is selected, while 512-bit AVX-512 code stays
+_AVX512VL = ("avx512vl", "avx512fp16", "avx10", "amx-avx512")
+
 # LLVM releases whose x86 back end miscompiles this backend's code, and what is turned off there so
 # that the faulty path is never taken. LLVM 22.1 (llvmlite 0.48 to 0.50): its EVEX compression
 # folds `vpmov{b,d,q}2m %x, %k` + `kmov %k, %r` into `vmovmsk %x, %r` and erases the vpmov*2m,
@@ -37,11 +41,13 @@ _AVX512 = ("avx512", "avx10", "evex512", "amx")
 # also one that reads it first (a masked compare into its own mask register, `vptestmd %y, %y, %k
 # {%k}`), which then reads a mask nobody wrote (llvm-project issue 198197, fixed after 22.1). The
 # fuzzer found it as a floor-mod's sign fix-up taken for a positive remainder (seeds 15000150,
-# 15001376; docs/fuzzing.md). The pass does nothing without AVX-512, so the code is AVX2 code there
-# (the `avx2` instruction set, which the conformance suite runs on every LLVM). Turning off only
-# AVX512DQ and AVX512BW (no vpmov*2m) is not enough: LLVM then fails to select some f16 compares
-# and aborts the process. tests/cpu/test_llvm_workarounds.py runs a fourteen-line reproducer.
-X86_FEATURES_OFF = {(22, 1): _AVX512}
+# 15001376; docs/fuzzing.md). Every instruction the faulty fold matches is a 128- or 256-bit EVEX
+# form (`VPMOV*2MZ128`/`Z256`, and the sign-mask `VPCMP*Z128`/`Z256` of later releases), which
+# needs AVX512VL: without it (and without what implies it, such as AVX512FP16) the fold has
+# nothing to match, and the code keeps AVX-512's 512-bit vectors and mask registers. Turning off
+# only AVX512DQ and AVX512BW (no vpmov*2m) is not enough: LLVM then fails to select some f16
+# compares and aborts the process. tests/cpu/test_llvm_workarounds.py runs a fourteen-line reproducer.
+X86_FEATURES_OFF = {(22, 1): _AVX512VL}
 
 # counters a test (or a curious user) can read: how much work this process did
 stats = {"compiles": 0, "disk_hits": 0, "disk_writes": 0, "corrupt": 0}
@@ -84,8 +90,8 @@ ISAS = settings.CPU_ISAS
 
 
 def _features(host_features, isa: str) -> str:
-    """The target features: the host's, or (``avx2``, or on an LLVM release that miscompiles
-    AVX-512 code: `X86_FEATURES_OFF`) the host's without AVX-512."""
+    """The target features: the host's; for ``avx2`` the host's without AVX-512; on an LLVM
+    release that miscompiles some of it, without what `X86_FEATURES_OFF` names."""
     if isa == "avx2" and not host_features.get("avx2"):
         raise BackendUnavailableError("the avx2 instruction set was asked for, but this CPU has no AVX2")
     off = _AVX512 if isa == "avx2" else features_off()
@@ -99,6 +105,13 @@ def features_off() -> tuple[str, ...]:
     """The prefixes of the x86 target features this LLVM release is kept from (`X86_FEATURES_OFF`):
     empty on most."""
     return X86_FEATURES_OFF.get(tuple(llvm.llvm_version_info[:2]), ())
+
+
+def kept_from(isa: str) -> list[str]:
+    """The host's features that ``isa``'s code goes without because this LLVM release
+    miscompiles them (`X86_FEATURES_OFF`): empty on most releases, and for ``avx2``."""
+    off = () if isa == "avx2" else features_off()
+    return sorted(name for name, on in llvm.get_host_cpu_features().items() if on and off and name.startswith(off))
 
 
 def host_has(feature: str) -> bool:
