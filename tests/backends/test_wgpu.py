@@ -326,23 +326,30 @@ def wide_orders(a: Array[i32], out: Mut[Array[i32]]):
         out[6 * i + 5] = i32(x == seven) + 2 * i32(x != cb.i64(-1))
 
 
+def _int64_as_interpreted(launcher, a: np.ndarray, poisoned: np.ndarray, workarounds: str) -> np.ndarray:
+    """``launcher(a, out)`` on WebGPU (with ``workarounds``) and on the interpreter, each into a
+    copy of ``poisoned``: WebGPU's output, once it equals the interpreter's."""
+    target = cb.device("wgpu", workarounds=workarounds)
+    if not target.properties.supports("int64"):
+        pytest.skip("the adapter has no 64-bit integers")
+    outs = []
+    for d in (target, cb.device("interp")):
+        out = poisoned.copy()
+        launcher(a, out, device=d)
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    return outs[0]
+
+
 @pytest.mark.parametrize("workarounds", ["probed", "all"])
 def test_a_widened_i32_orders_against_i64_constants_as_everywhere(dev, workarounds, rng):
     """lavapipe ordered ``i64(x) < 7`` wrongly for a sign-extended i32 ``x``, the 7 a literal or a
     constant it folded itself (fuzz seed 562420114): both give the interpreter's answers."""
-    target = cb.device("wgpu", workarounds=workarounds)
-    if not target.properties.supports("int64"):
-        pytest.skip("the adapter has no 64-bit integers")
     a = rng.integers(-12, 12, 256).astype(np.int32)
     a[:6] = (-2**31, 2**31 - 1, 7, 6, -2, -3)
-    outs = []
-    for d in (target, cb.device("interp")):
-        out = np.full(6 * 256, -12345, np.int32)
-        wide_orders[4, 64](a, out, device=d)
-        outs.append(out)
-    np.testing.assert_array_equal(outs[0], outs[1])
+    got = _int64_as_interpreted(wide_orders[4, 64], a, np.full(6 * 256, -12345, np.int32), workarounds)
     x = a.astype(np.int64)
-    np.testing.assert_array_equal(outs[0][0::6], (x < 7) + 2 * (x >= 7) + 4 * (x < 7) + 8 * (x >= 7))
+    np.testing.assert_array_equal(got[0::6], (x < 7) + 2 * (x >= 7) + 4 * (x < 7) + 8 * (x >= 7))
 
 
 @cb.kernel
@@ -362,19 +369,11 @@ def wide_remainders(a: Array[i32], out: Mut[Array[cb.i64]]):
 def test_i64_remainders_by_a_folded_widened_constant_as_everywhere(dev, workarounds, rng):
     """lavapipe ordered a zero-extended value against an i64 constant wrongly too: the floor
     remainder's own ``b < 0`` went wrong once ``b`` was a constant it folded (fuzz seed 652800114)."""
-    target = cb.device("wgpu", workarounds=workarounds)
-    if not target.properties.supports("int64"):
-        pytest.skip("the adapter has no 64-bit integers")
     a = rng.integers(-1000, 1000, 256).astype(np.int32)
     a[:4] = (-2**31, 2**31 - 1, -127, -1)
-    outs = []
-    for d in (target, cb.device("interp")):
-        out = np.full(4 * 256, -12345, np.int64)
-        wide_remainders[2, 128](a, out, device=d)
-        outs.append(out)
-    np.testing.assert_array_equal(outs[0], outs[1])
-    np.testing.assert_array_equal(outs[0][0::4], a.astype(np.int64) % 127)
-    np.testing.assert_array_equal(outs[0][3::4], np.full(256, 125))
+    got = _int64_as_interpreted(wide_remainders[2, 128], a, np.full(4 * 256, -12345, np.int64), workarounds)
+    np.testing.assert_array_equal(got[0::4], a.astype(np.int64) % 127)
+    np.testing.assert_array_equal(got[3::4], np.full(256, 125))
 
 
 def test_forced_workarounds_are_rendered_and_named(dev):
