@@ -211,7 +211,8 @@ def test_alternating_devices_take_turns_and_so_do_their_plane_sizes():
 # CPU backend's AVX-512 code reported x1[nu % len(x1)] at index 56 (4 + 52: the floor-mod's sign
 # fix-up taken for a positive remainder) where the interpreter reads x1[4]. The cause, found in the
 # thirty-second session: LLVM 22.1's EVEX compression erases a vpmovd2m whose mask a masked compare
-# still reads (tests/cpu/test_llvm_workarounds.py); on that release the backend compiles AVX2 code.
+# still reads (tests/cpu/test_llvm_workarounds.py); on that release the backend compiles AVX-512 code
+# without AVX512VL, which every instruction of the faulty fold needs.
 # Today's code passes on both releases (it no longer gets this kernel to the fold); kept as a seed.
 _SEED_15000150 = '''import cubepy as cb
 from cubepy import Array, Mut, f16, f32, f64, i8, i32, i64, u8, u16, u64
