@@ -116,8 +116,8 @@ def test_an_llvm_release_with_the_mask_fold_bug_compiles_avx512_code_without_vl(
     kept = ",".join(kept)
     asm = _asm(REPRODUCER, kept) + _asm(SIGN_TESTS, kept)
     assert "%zmm" in asm and re.search(r"%k[1-7]", asm)          # AVX-512 code, 512 bits wide
-    # no EVEX instruction on xmm or ymm writes or reads a mask register
-    assert not re.search(r"%[xy]mm\d+,\s*%k\d|%k\d.*%[xy]mm|vpmov[bdqw]2m\s+%[xy]mm", asm)
+    # no instruction on xmm or ymm writes, reads or is masked by a mask register
+    assert not [line for line in asm.splitlines() if re.search(r"%k\d", line) and re.search(r"%[xy]mm", line)]
     assert _run_reproducer(kept) == 0
     monkeypatch.setattr(jit.llvm, "llvm_version_info", (20, 1, 8))
     assert "+avx512vl" in jit._features(llvm.get_host_cpu_features(), "native").split(",")
