@@ -208,7 +208,8 @@ class CpuBackend(Backend):
         plane_dim = kernel.plane_dim or properties.plane_dim
         levels = pipeline.analysis(kernel, "uniformity")      # stored by the compile pipeline
         isa = self._isas.get(properties) if properties is not None else None
-        gen = Codegen(kernel, plane_dim, levels, vf=GANG_VECTORS * jit.simd_f32_lanes(isa))
+        gen = Codegen(kernel, plane_dim, levels, vf=GANG_VECTORS * jit.simd_f32_lanes(isa),
+                      masks_memory=jit.masks_memory(isa))
         return gen.generate(host["triple"], host["datalayout"])
 
     def compile(self, kernel: Kernel, properties: DeviceProperties) -> Executable:

@@ -47,13 +47,15 @@ GANG_VECTORS = 4
 
 class Codegen(AnalysisMixin, GangChoiceMixin, CubeMixin, PlaneMixin, RegionMixin, UnitMixin, GangMixin,
               GangAccessMixin, MemoryMixin, OobMixin, ExprMixin):
-    def __init__(self, kernel: Kernel, plane_dim: int, levels: dict | None = None, vf: int = 16):
+    def __init__(self, kernel: Kernel, plane_dim: int, levels: dict | None = None, vf: int = 16,
+                 masks_memory: bool = True):
         self.k = kernel
         self.P = int(plane_dim)
         self.dims = tuple(kernel.cube_dim)
         self.U = math.prod(self.dims)
         self.VF = gang_width(kernel, int(vf))   # units per gang (see gang.py)
         self.Upad = -(-self.U // self.VF) * self.VF
+        self.masks_memory = masks_memory      # native masked loads/stores (gang_access.py)
         self.levels = levels or {}
         self.fast = kernel.fastmath == "algebraic"
         self.name = _sanitize(kernel.name)

@@ -77,6 +77,19 @@ class GangAccessMixin:
         p = fn.op(f"getelementptr {sty}, ptr {base}, i64 {d0}")
         if value is None:
             self._gprefetch(base, sty, d0, indices, al)
+        if not self.masks_memory:
+            # without native masking a masked access is a slow instruction of its own: every lane
+            # active (a loop's usual step) takes a plain vector load or store instead
+            full_l, part_l = fn.label("ga_full"), fn.label("ga_part")
+            fn.cbr(fn.op(f"icmp eq i{VF} {bits}, -1"), full_l, part_l)
+            fn.block(full_l)
+            if value is None:
+                fn.emit(f"store {vty} {fn.op(f'load {vty}, ptr {p}, align {al}')}, ptr {res}")
+            else:
+                fn.emit(f"store {vty} {mem_v}, ptr {p}, align {al}")
+            fn.br(end)
+            fn.block(part_l)
+        if value is None:
             r = self._call(f"llvm.masked.load.{vm}.p0", vty,
                            [*masked_pointer("ptr", p, al), (mt, m), (vty, "zeroinitializer")])
             fn.emit(f"store {vty} {r}, ptr {res}")
