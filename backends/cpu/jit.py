@@ -132,7 +132,7 @@ def features(isa: str | None = None) -> str:
 def masks_memory(isa: str | None = None) -> bool:
     """Whether ``isa``'s code has native masked loads and stores (AVX-512's mask registers).
     AVX2's `vmaskmovps` is another instruction: on a Zen 4 a gang's grid-stride sum through it
-    took about 3.5x the time of plain loads (docs/benchmarks.md, thirty-fourth session)."""
+    took 3.7x the time of plain loads (`benchmarks/cpu/gang_masks.py`)."""
     return "+avx512f" in set(features(isa).split(","))
 
 
