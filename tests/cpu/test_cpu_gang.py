@@ -342,9 +342,9 @@ def grid_stride_axpy(x: Array[f32], y: Mut[Array[f32]], n: i32, step: i32):
 @pytest.mark.parametrize("n", [1000, 960, 7])
 def test_gangs_without_native_masks_take_whole_vectors_only_where_every_lane_is_active(isa, n):
     """AVX2 has no mask registers: a gang whose lanes are all active loads and stores plain
-    vectors (`vmaskmovps` cost a Zen 4 3.7x on a grid-stride sum: benchmarks/cpu/gang_masks.py), and a gang with inactive lanes
-    (the loop's last step, the padded second gang of a 48-unit cube) still writes only its active
-    lanes' elements. AVX-512 code keeps its masked accesses."""
+    vectors (`vmaskmovps` cost a Zen 4 3.7x on a grid-stride sum: benchmarks/cpu/gang_masks.py),
+    and a gang with inactive lanes (the loop's last step, the padded second gang of a 48-unit
+    cube) still writes only its active lanes' elements. AVX-512 code keeps its masked accesses."""
     from cubepy.backends.cpu import jit
 
     if isa == "native" and not jit.host_has("avx512f"):
